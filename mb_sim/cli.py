@@ -1,0 +1,53 @@
+"""The ``mb-sim`` command line: inspect robots and the installation without ROS running."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import shutil
+import sys
+
+from mb_sim import __version__
+
+__all__ = ["main"]
+
+
+def _doctor(_args: argparse.Namespace) -> int:
+    """Report what this installation can do: ROS 2 messages, C compiler, Python."""
+    checks = {
+        "python": (True, platform.python_version()),
+        "C compiler": (shutil.which("cc") is not None, shutil.which("cc") or "not found"),
+    }
+    for module in ("rclpy", "tf2_msgs.msg", "sensor_msgs.msg", "sympy", "numpy", "scipy", "urdf_parser_py.urdf"):
+        try:
+            mod = importlib.import_module(module)
+            checks[module] = (True, getattr(mod, "__version__", "ok"))
+        except ImportError as err:
+            checks[module] = (False, str(err))
+    for name, (ok, detail) in checks.items():
+        print(f"{'ok ' if ok else 'MISSING'} {name:22s} {detail}")
+    return 0 if all(ok for ok, _ in checks.values()) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with one sub-command per task."""
+    parser = argparse.ArgumentParser(prog="mb-sim", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"mb-sim {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    doctor = commands.add_parser("doctor", help="check what this installation can do")
+    doctor.set_defaults(run=_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``mb-sim``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

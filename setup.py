@@ -1,0 +1,54 @@
+"""ament_python package set-up for mb_sim.
+
+Under colcon the dependencies come from package.xml (rosdep), as ROS 2 Python packages do; the
+``pypi`` extra names the same dependencies on PyPI for installs without rosdep (``.ci/setup-env``).
+"""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "mb_sim"
+
+# package.xml's rosdep keys under their PyPI names.
+PYPI_DEPENDENCIES = [
+    "sympy>=1.13",
+    "numpy>=1.24",
+    "scipy>=1.10",
+    "transforms3d>=0.4",
+    "urdf-parser-py>=0.0.4",
+    "PyYAML>=6",
+]
+TEST_DEPENDENCIES = [
+    "pytest>=7",
+    "catkin-pkg>=1.0",
+    "colcon-common-extensions>=0.3",
+    "pin>=3.0",
+]
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
+    ],
+    install_requires=["setuptools"],
+    extras_require={"pypi": PYPI_DEPENDENCIES, "test": TEST_DEPENDENCIES},
+    zip_safe=True,
+    maintainer="mb_sim developers",
+    maintainer_email="mb-sim@example.org",
+    description="Multibody simulator for ROS 2 with symbolically derived equations of motion.",
+    license="BSD-3-Clause",
+    python_requires=">=3.10",
+    entry_points={
+        "console_scripts": [
+            "mb_sim_node = mb_sim.ros.node:main",
+            "mb-sim = mb_sim.cli:main",
+        ],
+        "mb_sim.components": [],
+    },
+)
