@@ -6,6 +6,19 @@ Nothing below ``ros`` imports rclpy.
 """
 from __future__ import annotations
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "load_urdf", "URDFError"]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """Lazy access to ``load_urdf`` and ``URDFError`` so ``import mb_sim`` stays light."""
+    if name == "load_urdf":
+        from mb_sim.model import load_urdf
+
+        return load_urdf
+    if name == "URDFError":
+        from mb_sim.urdf import URDFError
+
+        return URDFError
+    raise AttributeError(f"module 'mb_sim' has no attribute {name!r}")

@@ -1,0 +1,309 @@
+"""Base classes of the component model: models, connections and load groups (after SymBRiM).
+
+Every component owns a :class:`sympy.physics.mechanics.System` and implements only its own define
+steps (``_define_objects``, ``_define_kinematics``, ``_define_loads``, ``_define_constraints``);
+the public ``define_*`` methods, called on the root, run the step over the whole tree and gather
+each child's system into its parent's, so the root's system holds everything.
+
+Traversal order per step (a component's own step always first):
+
+- objects: self, submodels, connections, load groups;
+- kinematics: self, connections (they place the submodels), submodels, load groups;
+- loads and constraints: self, submodels, connections, load groups.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Iterator
+
+from sympy import Basic, Matrix, MutableDenseMatrix
+from sympy.physics.mechanics import System
+
+from mb_sim.model.auxiliary import AuxiliaryDataHandler
+from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement, Requirement
+
+__all__ = ["ComponentBase", "ConnectionBase", "LoadGroupBase", "ModelBase", "ComponentError"]
+
+
+class ComponentError(TypeError):
+    """A component was given something of the wrong type or was used out of order."""
+
+
+def _requirement_property(requirement: Requirement) -> property:
+    """A typed property for a declared requirement; wrong types are rejected by name."""
+    private = f"_{requirement.attribute_name}"
+
+    def getter(self: ComponentBase) -> Any:
+        return getattr(self, private, None)
+
+    def setter(self: ComponentBase, value: Any) -> None:
+        if value is not None and not isinstance(value, requirement.types):
+            raise ComponentError(
+                f"{type(self).__name__} '{self.name}': {requirement.attribute_name} must be a "
+                f"{requirement.type_names}, but {value!r} is a {type(value).__name__}")
+        setattr(self, private, value)
+
+    return property(getter, setter, doc=requirement.description)
+
+
+class ComponentBase:
+    """What models, connections and load groups share: a name, symbols, a system, define steps.
+
+    Attributes
+    ----------
+    symbols : dict[str, Symbol]
+        The component's symbols (parameters, inputs), keyed by short name.
+    parameter_values : dict[Symbol, float]
+        Numeric values of the parameter symbols, as the URDF gives them.
+    q, u : MutableDenseMatrix
+        The component's own generalized coordinates and speeds.
+    """
+
+    required_models: ClassVar[tuple[ModelRequirement, ...]] = ()
+    #: Parameters a URDF ``<component>`` element may set: name -> description.
+    urdf_parameters: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for requirement in (*cls.__dict__.get("required_models", ()), *cls.__dict__.get("required_connections", ())):
+            setattr(cls, requirement.attribute_name, _requirement_property(requirement))
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ComponentError(f"a {type(self).__name__} needs a non-empty name, got {name!r}")
+        self._name = name
+        self.symbols: dict[str, Basic] = {}
+        self.parameter_values: dict[Basic, float] = {}
+        self.q: MutableDenseMatrix = Matrix()
+        self.u: MutableDenseMatrix = Matrix()
+        self._system: System | None = None
+        self._auxiliary_handler: AuxiliaryDataHandler | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    @property
+    def name(self) -> str:
+        """Name of the component; prefixes all its symbol names."""
+        return self._name
+
+    @property
+    def system(self) -> System:
+        """The component's System (exists from define objects on)."""
+        if self._system is None:
+            raise ComponentError(f"{self!r}: no system before define_objects()")
+        return self._system
+
+    @property
+    def auxiliary_handler(self) -> AuxiliaryDataHandler:
+        """The auxiliary data handler shared from the root (set at the end of define objects)."""
+        if self._auxiliary_handler is None:
+            raise ComponentError(f"{self!r}: the auxiliary data handler exists only after define_objects()")
+        return self._auxiliary_handler
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        """Human descriptions of the component's symbols, coordinates and speeds."""
+        return {}
+
+    def _add_prefix(self, name: str) -> str:
+        """``name`` prefixed with the component's name, so symbol names are unique."""
+        return f"{self.name}_{name}"
+
+    def children(self) -> Iterator[ComponentBase]:
+        """Direct children in traversal order (overridden by models and connections)."""
+        return iter(())
+
+    def walk(self) -> Iterator[ComponentBase]:
+        """This component and all its descendants, depth first."""
+        yield self
+        for child in self.children():
+            yield from child.walk()
+
+    # Define steps: subclasses implement the underscore methods for themselves only.
+    def _define_objects(self) -> None:
+        """Create symbols, coordinates, speeds, frames, points and bodies (nothing oriented)."""
+
+    def _define_kinematics(self) -> None:
+        """Orient frames, position points, set velocities and kinematic differential equations."""
+
+    def _define_loads(self) -> None:
+        """Add forces, torques and actuators to the system."""
+
+    def _define_constraints(self) -> None:
+        """Add holonomic and nonholonomic constraints to the system."""
+
+    def _share_auxiliary_handler(self, handler: AuxiliaryDataHandler) -> None:
+        for component in self.walk():
+            component._auxiliary_handler = handler
+
+
+def _merge(into: System, child: System) -> None:
+    """Add everything of `child`'s system that `into` does not have yet."""
+    for independent, coordinates, speeds in ((True, child.q_ind, child.u_ind), (False, child.q_dep, child.u_dep)):
+        into.add_coordinates(*[q for q in coordinates if q not in into.q], independent=independent)
+        into.add_speeds(*[u for u in speeds if u not in into.u], independent=independent)
+    into.add_auxiliary_speeds(*[u for u in child.u_aux if u not in into.u_aux])
+    into.add_kdes(*[k for k in child.kdes if k not in into.kdes])
+    into.add_bodies(*[b for b in child.bodies if b not in into.bodies])
+    into.add_loads(*[load for load in child.loads if load not in into.loads])
+    into.add_actuators(*[a for a in child.actuators if a not in into.actuators])
+    into.add_holonomic_constraints(*[c for c in child.holonomic_constraints if c not in into.holonomic_constraints])
+    into.add_nonholonomic_constraints(
+        *[c for c in child.nonholonomic_constraints if c not in into.nonholonomic_constraints])
+
+
+class _TreeComponent(ComponentBase):
+    """A model or connection: has submodels and load groups and runs the traversal."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._load_groups: list[LoadGroupBase] = []
+
+    @property
+    def load_groups(self) -> tuple[LoadGroupBase, ...]:
+        """Load groups attached to this component."""
+        return tuple(self._load_groups)
+
+    def add_load_group(self, load_group: LoadGroupBase) -> None:
+        """Attach `load_group`; its ``required_parent_type`` must accept this component."""
+        if not isinstance(load_group, LoadGroupBase):
+            raise ComponentError(f"{self!r}: {load_group!r} is not a load group")
+        if not isinstance(self, load_group.required_parent_type):
+            raise ComponentError(
+                f"load group {load_group!r} attaches to a {load_group.required_parent_type.__name__}, "
+                f"not to {self!r}")
+        if load_group.parent is not None:
+            raise ComponentError(f"load group {load_group!r} is already attached to {load_group.parent!r}")
+        load_group._parent = self
+        self._load_groups.append(load_group)
+
+    def submodels(self) -> tuple[ModelBase, ...]:
+        """Submodels filled in through the declared requirements."""
+        found = (getattr(self, r.attribute_name) for r in self.required_models)
+        return tuple(m for m in found if m is not None)
+
+    def connections(self) -> tuple[ConnectionBase, ...]:
+        """Connections (models only)."""
+        return ()
+
+    def children(self) -> Iterator[ComponentBase]:
+        yield from self.submodels()
+        yield from self.connections()
+        yield from self._load_groups
+
+    def _run_step(self, step: str, order: tuple[str, ...]) -> None:
+        getattr(self, f"_define_{step}")()
+        groups = {"submodels": self.submodels(), "connections": self.connections(), "load_groups": self._load_groups}
+        for group in order:
+            for child in groups[group]:
+                child._run_step(step, _ORDER[step]) if isinstance(child, _TreeComponent) else \
+                    getattr(child, f"_define_{step}")()
+                _merge(self.system, child.system)
+
+    def define_objects(self) -> None:
+        """Run define objects over the tree; the root then shares an auxiliary data handler."""
+        self._run_step("objects", _ORDER["objects"])
+        self._share_auxiliary_handler(AuxiliaryDataHandler(self.system.frame, self.system.fixed_point))
+
+    def define_kinematics(self) -> None:
+        """Run define kinematics over the tree, then apply auxiliary velocities."""
+        self._run_step("kinematics", _ORDER["kinematics"])
+        self.auxiliary_handler.apply_auxiliary_velocities(self.system)
+
+    def define_loads(self) -> None:
+        """Run define loads over the tree, then add the noncontributing forces."""
+        self._run_step("loads", _ORDER["loads"])
+        self.auxiliary_handler.apply_noncontributing_forces(self.system)
+
+    def define_constraints(self) -> None:
+        """Run define constraints over the tree."""
+        self._run_step("constraints", _ORDER["constraints"])
+
+    def define_all(self) -> None:
+        """All define steps in order."""
+        self.define_connections()
+        self.define_objects()
+        self.define_kinematics()
+        self.define_loads()
+        self.define_constraints()
+
+    def define_connections(self) -> None:
+        """Tell connections which submodels they act on (models only)."""
+
+
+_ORDER = {
+    "objects": ("submodels", "connections", "load_groups"),
+    "kinematics": ("connections", "submodels", "load_groups"),
+    "loads": ("submodels", "connections", "load_groups"),
+    "constraints": ("submodels", "connections", "load_groups"),
+}
+
+
+class ModelBase(_TreeComponent):
+    """A system with its own boundary, made of submodels joined by connections."""
+
+    required_connections: ClassVar[tuple[ConnectionRequirement, ...]] = ()
+
+    def connections(self) -> tuple[ConnectionBase, ...]:
+        found = (getattr(self, r.attribute_name) for r in self.required_connections)
+        return tuple(c for c in found if c is not None)
+
+    def define_connections(self) -> None:
+        """Run ``_define_connections`` over the model tree."""
+        self._define_connections()
+        for submodel in self.submodels():
+            submodel.define_connections()
+
+    def _define_connections(self) -> None:
+        """Associate connections with the submodels they operate on."""
+
+
+class ConnectionBase(_TreeComponent):
+    """How submodels interact (a joint, a contact); its submodels belong to the parent model."""
+
+    def submodels(self) -> tuple[ModelBase, ...]:
+        return ()  # a connection's models are the parent's submodels: not traversed twice
+
+    def connected_models(self) -> tuple[ModelBase, ...]:
+        """The models this connection acts on."""
+        return super().submodels()
+
+
+class LoadGroupBase(ComponentBase):
+    """Forces and torques belonging to one model or connection; uses its parent's system."""
+
+    required_parent_type: ClassVar[type | tuple[type, ...]] = (ModelBase, ConnectionBase)
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._parent: _TreeComponent | None = None
+        self.urdf_values: dict[str, float] = {}
+
+    @property
+    def parent(self) -> _TreeComponent | None:
+        """The model or connection this load group belongs to."""
+        return self._parent
+
+    @property
+    def system(self) -> System:
+        """The parent's system."""
+        if self._parent is None:
+            raise ComponentError(f"{self!r} is not attached to a model or connection")
+        return self._parent.system
+
+    def _define_objects(self) -> None:
+        pass
+
+    @classmethod
+    def from_urdf(cls, name: str, parameters: dict[str, float]) -> LoadGroupBase:
+        """Build from a URDF ``<component>`` element; unknown parameters are rejected by name."""
+        unknown = sorted(set(parameters) - set(cls.urdf_parameters))
+        if unknown:
+            known = ", ".join(cls.urdf_parameters) or "none"
+            raise ComponentError(f"{cls.__name__} '{name}': unknown parameter(s) {', '.join(unknown)} (known: {known})")
+        missing = sorted(set(cls.urdf_parameters) - set(parameters))
+        if missing:
+            raise ComponentError(f"{cls.__name__} '{name}': missing parameter(s) {', '.join(missing)}")
+        group = cls(name)
+        group.urdf_values = dict(parameters)
+        return group

@@ -1,0 +1,279 @@
+"""URDF joints as connections between a parent and a child link.
+
+Frames follow URDF: the joint frame J sits in the parent link frame at the origin's ``xyz``,
+rotated by its fixed-axis ``rpy``; at zero coordinates the child link frame coincides with J.
+
+Generalized coordinates and speeds, per joint type:
+
+- revolute, continuous: ``q`` angle about the axis [rad], ``u = q'`` [rad/s];
+- prismatic: ``q`` displacement along the axis [m], ``u = q'`` [m/s];
+- planar: ``x, y`` translation in the plane normal to the axis (along ``e1, e2``, see
+  :class:`PlanarJoint`) then ``theta`` about the axis; speeds are their rates;
+- floating: position ``x, y, z`` of the child origin in J [m] and the unit quaternion
+  ``qw, qx, qy, qz`` of the child frame relative to J (no singularity anywhere; its norm is kept
+  by the simulator), speeds ``vx, vy, vz`` (origin velocity in J axes, m/s) and ``wx, wy, wz``
+  (angular velocity in child-frame axes, rad/s, as Pinocchio's free-flyer);
+- fixed: none.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from sympy import Basic, Matrix, Rational, S, tanh
+from sympy.physics.mechanics import Force, Point, ReferenceFrame, System, Torque, Vector, dynamicsymbols
+
+from mb_sim.model.base import ConnectionBase
+from mb_sim.model.link import RigidLink
+from mb_sim.model.parameters import exact_angle, exact_axis, parameter
+from mb_sim.model.requirement import ModelRequirement
+from mb_sim.urdf import JointDescription
+
+__all__ = [
+    "JointBase", "FixedJoint", "RevoluteJoint", "PrismaticJoint", "PlanarJoint", "FloatingJoint",
+    "JOINT_CLASSES",
+]
+
+
+class JointBase(ConnectionBase):
+    """A URDF joint: places the child link relative to the parent link.
+
+    Subclasses name their coordinates in ``coordinates`` (name, description) and implement
+    ``_place_child``.
+    """
+
+    required_models = (
+        ModelRequirement("parent", RigidLink, "Link the joint is mounted on."),
+        ModelRequirement("child", RigidLink, "Link the joint moves."),
+    )
+    parent: RigidLink
+    child: RigidLink
+    #: (name, meaning, unit) of each generalized coordinate.
+    coordinates: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    #: (name, meaning, unit) of each generalized speed.
+    speeds: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+
+    def __init__(self, name: str, description: JointDescription) -> None:
+        super().__init__(name)
+        self.joint_description = description
+        self.mimicked: JointBase | None = None
+        self._descriptions: dict[Basic, str] = {}
+        self.frame: ReferenceFrame | None = None
+        self.point: Point | None = None
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        return {**super().descriptions, **self._descriptions}
+
+    @property
+    def is_mimic(self) -> bool:
+        """True where the joint's coordinate is tied to another joint's by a mimic constraint."""
+        return self.joint_description.mimic is not None
+
+    def _define_objects(self) -> None:
+        self._system = System()
+        d, jd = self._descriptions, self.joint_description
+        self.q = Matrix(self._new_coordinates(self.coordinates))
+        self.u = Matrix(self._new_coordinates(self.speeds))
+        self._offset = [parameter(self, f"origin_{a}", v, f"origin {a} of joint '{self.name}' in link "
+                                  f"'{jd.parent}' [m]", d) for a, v in zip("xyz", jd.origin_xyz)]
+        self._rpy = [exact_angle(self, f"origin_{a}", v, f"origin {a} angle of joint '{self.name}' [rad]", d)
+                     for a, v in zip(("roll", "pitch", "yaw"), jd.origin_rpy)]
+        self.frame = ReferenceFrame(self._add_prefix("frame"))
+        self.point = Point(self._add_prefix("origin"))
+
+    def _new_coordinates(self, specs: tuple[tuple[str, str, str], ...]) -> list:
+        """Prefixed dynamic symbols with their descriptions."""
+        out = []
+        for name, meaning, unit in specs:
+            symbol = dynamicsymbols(self._add_prefix(name))
+            self._descriptions[symbol] = f"joint '{self.name}': {meaning} [{unit}]"
+            out.append(symbol)
+        return out
+
+    def _axis_vector(self) -> Vector:
+        """The joint axis in the joint frame: exact where axis-aligned, else parameters."""
+        axis = self.joint_description.axis
+        exact = exact_axis(axis)
+        if exact is None:
+            exact = [parameter(self, f"axis_{a}", v, f"component {a} of the unit axis of joint '{self.name}'",
+                               self._descriptions) for a, v in zip("xyz", axis)]
+        return exact[0] * self.frame.x + exact[1] * self.frame.y + exact[2] * self.frame.z
+
+    def _define_kinematics(self) -> None:
+        parent = self.parent
+        roll, pitch, yaw = self._rpy
+        self.frame.orient_body_fixed(parent.frame, (yaw, pitch, roll), "zyx")
+        self.frame.set_ang_vel(parent.frame, 0)
+        x, y, z = self._offset
+        self.point.set_pos(parent.origin, x * parent.frame.x + y * parent.frame.y + z * parent.frame.z)
+        inertial = self.auxiliary_handler.inertial_frame
+        self.point.v2pt_theory(parent.origin, inertial, parent.frame)
+        self._place_child(inertial)
+        independent = not self.is_mimic
+        self.system.add_coordinates(*self.q, independent=independent)
+        self.system.add_speeds(*self.u, independent=independent)
+        self.system.add_kdes(*self._kdes())
+
+    def _kdes(self) -> list:
+        """Kinematic differential equations (``q' - u`` unless the joint says otherwise)."""
+        return [qi.diff(dynamicsymbols._t) - ui for qi, ui in zip(self.q, self.u)]
+
+    def _place_child(self, inertial: ReferenceFrame) -> None:
+        raise NotImplementedError
+
+    def _define_constraints(self) -> None:
+        mimic = self.joint_description.mimic
+        if mimic is None:
+            return
+        d = self._descriptions
+        multiplier = S.One if mimic.multiplier == 1.0 else parameter(
+            self, "mimic_multiplier", mimic.multiplier, f"mimic multiplier of joint '{self.name}'", d)
+        offset = parameter(self, "mimic_offset", mimic.offset, f"mimic offset of joint '{self.name}'", d)
+        self.system.add_holonomic_constraints(self.q[0] - (multiplier * self.mimicked.q[0] + offset))
+
+    def generalized_force_loads(self, effort: Basic) -> list:
+        """Loads of a joint effort `effort` (torque or force along the axis) on child and parent."""
+        raise NotImplementedError(f"{type(self).__name__} takes no joint effort")
+
+
+class FixedJoint(JointBase):
+    """Rigidly attaches the child link to the parent link."""
+
+    def _place_child(self, inertial: ReferenceFrame) -> None:
+        child = self.child
+        child.frame.orient_axis(self.frame, self.frame.z, 0)
+        child.frame.set_ang_vel(self.frame, 0)
+        child.origin.set_pos(self.point, 0)
+        child.origin.v2pt_theory(self.parent.origin, inertial, self.parent.frame)
+
+
+class RevoluteJoint(JointBase):
+    """Rotation about the axis (``revolute`` with limits, ``continuous`` without)."""
+
+    coordinates = (("q", "angle about the axis", "rad"),)
+    speeds = (("u", "angular rate about the axis", "rad/s"),)
+
+    def _place_child(self, inertial: ReferenceFrame) -> None:
+        child = self.child
+        self.axis = self._axis_vector()
+        child.frame.orient_axis(self.frame, self.axis, self.q[0])
+        child.frame.set_ang_vel(self.frame, self.u[0] * self.axis)
+        child.origin.set_pos(self.point, 0)
+        child.origin.v2pt_theory(self.parent.origin, inertial, self.parent.frame)
+
+    def generalized_force_loads(self, effort: Basic) -> list:
+        return [Torque(self.child.frame, effort * self.axis), Torque(self.parent.frame, -effort * self.axis)]
+
+
+class PrismaticJoint(JointBase):
+    """Translation along the axis."""
+
+    coordinates = (("q", "displacement along the axis", "m"),)
+    speeds = (("u", "rate of displacement along the axis", "m/s"),)
+
+    def _place_child(self, inertial: ReferenceFrame) -> None:
+        child = self.child
+        self.axis = self._axis_vector()
+        child.frame.orient_axis(self.frame, self.frame.z, 0)
+        child.frame.set_ang_vel(self.frame, 0)
+        child.origin.set_pos(self.point, self.q[0] * self.axis)
+        child.origin.set_vel(self.parent.frame, self.u[0] * self.axis)
+        child.origin.v1pt_theory(self.parent.origin, inertial, self.parent.frame)
+        # The parent's material point under the child origin: where the reaction acts.
+        self.reaction_point = Point(self._add_prefix("reaction_point"))
+        self.reaction_point.set_pos(child.origin, 0)
+        self.reaction_point.v2pt_theory(self.parent.origin, inertial, self.parent.frame)
+
+    def generalized_force_loads(self, effort: Basic) -> list:
+        return [Force(self.child.origin, effort * self.axis), Force(self.reaction_point, -effort * self.axis)]
+
+
+class PlanarJoint(JointBase):
+    """Translation ``x, y`` in the plane normal to the axis, then rotation ``theta`` about it.
+
+    The in-plane directions are ``e1, e2`` with ``e1 x e2 = axis``: for an axis along z they are
+    x and y (likewise cyclically for x and y axes); for other axes ``e1`` is the unit vector along
+    ``axis x ex`` (``axis x ey`` if the axis is near ex).
+    """
+
+    coordinates = (("x", "position along e1", "m"), ("y", "position along e2", "m"),
+                   ("theta", "angle about the axis", "rad"))
+    speeds = (("vx", "velocity along e1", "m/s"), ("vy", "velocity along e2", "m/s"),
+              ("w", "angular rate about the axis", "rad/s"))
+
+    def _plane_basis(self) -> tuple[Vector, Vector, Vector]:
+        axis = self.joint_description.axis
+        J = self.frame
+        exact = exact_axis(axis)
+        if exact is not None:
+            k = next(i for i, v in enumerate(exact) if v != 0)
+            unit = (J.x, J.y, J.z)
+            n = exact[k] * unit[k]
+            e1 = unit[(k + 1) % 3]
+            return n, e1, n.cross(e1)
+        helper = np.array([0.0, 1.0, 0.0]) if abs(axis[0]) > 0.9 else np.array([1.0, 0.0, 0.0])
+        e1 = np.cross(axis, helper)
+        e1 /= np.linalg.norm(e1)
+        e2 = np.cross(axis, e1)
+        to_vector = lambda v: float(v[0]) * J.x + float(v[1]) * J.y + float(v[2]) * J.z  # noqa: E731
+        return to_vector(axis), to_vector(e1), to_vector(e2)
+
+    def _place_child(self, inertial: ReferenceFrame) -> None:
+        child = self.child
+        self.axis, e1, e2 = self._plane_basis()
+        x, y, theta = self.q
+        vx, vy, w = self.u
+        child.frame.orient_axis(self.frame, self.axis, theta)
+        child.frame.set_ang_vel(self.frame, w * self.axis)
+        child.origin.set_pos(self.point, x * e1 + y * e2)
+        child.origin.set_vel(self.parent.frame, vx * e1 + vy * e2)
+        child.origin.v1pt_theory(self.parent.origin, inertial, self.parent.frame)
+
+
+class FloatingJoint(JointBase):
+    """Six degrees of freedom; orientation by a unit quaternion (see the module docstring)."""
+
+    coordinates = (("x", "position of the child origin along the joint frame's x", "m"),
+                   ("y", "position of the child origin along the joint frame's y", "m"),
+                   ("z", "position of the child origin along the joint frame's z", "m"),
+                   ("qw", "orientation quaternion, scalar part", "1"),
+                   ("qx", "orientation quaternion, x part", "1"),
+                   ("qy", "orientation quaternion, y part", "1"),
+                   ("qz", "orientation quaternion, z part", "1"))
+    speeds = (("vx", "velocity of the child origin along the joint frame's x", "m/s"),
+              ("vy", "velocity of the child origin along the joint frame's y", "m/s"),
+              ("vz", "velocity of the child origin along the joint frame's z", "m/s"),
+              ("wx", "angular velocity about the child frame's x", "rad/s"),
+              ("wy", "angular velocity about the child frame's y", "rad/s"),
+              ("wz", "angular velocity about the child frame's z", "rad/s"))
+
+    def _place_child(self, inertial: ReferenceFrame) -> None:
+        child, J = self.child, self.frame
+        x, y, z, qw, qx, qy, qz = self.q
+        vx, vy, vz, wx, wy, wz = self.u
+        child.frame.orient_quaternion(J, (qw, qx, qy, qz))
+        child.frame.set_ang_vel(J, wx * child.frame.x + wy * child.frame.y + wz * child.frame.z)
+        child.origin.set_pos(self.point, x * J.x + y * J.y + z * J.z)
+        child.origin.set_vel(self.parent.frame, vx * J.x + vy * J.y + vz * J.z)
+        child.origin.v1pt_theory(self.parent.origin, inertial, self.parent.frame)
+
+    def _kdes(self) -> list:
+        t = dynamicsymbols._t
+        x, y, z, qw, qx, qy, qz = self.q
+        vx, vy, vz, wx, wy, wz = self.u
+        half = Rational(1, 2)
+        return [
+            x.diff(t) - vx, y.diff(t) - vy, z.diff(t) - vz,
+            qw.diff(t) + half * (qx * wx + qy * wy + qz * wz),
+            qx.diff(t) - half * (qw * wx + qy * wz - qz * wy),
+            qy.diff(t) - half * (qw * wy + qz * wx - qx * wz),
+            qz.diff(t) - half * (qw * wz + qx * wy - qy * wx),
+        ]
+
+
+#: Component class per URDF joint type.
+JOINT_CLASSES: dict[str, type[JointBase]] = {
+    "fixed": FixedJoint, "revolute": RevoluteJoint, "continuous": RevoluteJoint,
+    "prismatic": PrismaticJoint, "planar": PlanarJoint, "floating": FloatingJoint,
+}

@@ -1,0 +1,70 @@
+"""A URDF link as a model: a link frame, its origin, and a rigid body where it has mass."""
+from __future__ import annotations
+
+from sympy import Basic, Matrix
+from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, inertia
+
+from mb_sim.model.base import ModelBase
+from mb_sim.model.parameters import parameter
+from mb_sim.urdf import LinkDescription
+
+__all__ = ["RigidLink"]
+
+_INERTIA_ENTRIES = (("ixx", 0, 0), ("iyy", 1, 1), ("izz", 2, 2), ("ixy", 0, 1), ("iyz", 1, 2), ("ixz", 0, 2))
+
+
+class RigidLink(ModelBase):
+    """A link: frame and origin as URDF defines them, and a rigid body if it has mass.
+
+    Mass properties are parameters: mass ``m``, centre of mass ``com_x/y/z`` in the link frame and
+    the inertia tensor about the centre of mass in link-frame axes (``ixx`` ... ``ixz``); entries
+    that are exactly zero in the URDF are exact zeros.  A massless link has no body: it only
+    carries a frame (a sensor mount, a tool frame, the world).
+    """
+
+    def __init__(self, name: str, description: LinkDescription | None = None) -> None:
+        super().__init__(name)
+        self.link_description = description if description is not None else LinkDescription(name, None)
+        self._descriptions: dict[Basic, str] = {}
+        self.frame: ReferenceFrame | None = None
+        self.origin: Point | None = None
+        self.body: RigidBody | None = None
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        return {**super().descriptions, **self._descriptions}
+
+    @property
+    def is_massless(self) -> bool:
+        """True where the link has no mass properties (no rigid body)."""
+        return self.link_description.inertial is None
+
+    def _define_objects(self) -> None:
+        from sympy.physics.mechanics import System
+
+        self._system = System()
+        self.frame = ReferenceFrame(self._add_prefix("frame"))
+        self.origin = Point(self._add_prefix("origin"))
+        if self.is_massless:
+            return
+        props = self.link_description.inertial
+        d = self._descriptions
+        mass = parameter(self, "m", props.mass, f"mass of link '{self.name}' [kg]", d)
+        self._com = Matrix([parameter(self, f"com_{axis}", value,
+                                      f"centre of mass of link '{self.name}' along its frame's {axis} axis [m]", d)
+                            for axis, value in zip("xyz", props.com)])
+        entries = {key: parameter(self, key, props.inertia[i, j],
+                                  f"inertia {key} of link '{self.name}' about its centre of mass, "
+                                  f"link-frame axes [kg m^2]", d)
+                   for key, i, j in _INERTIA_ENTRIES}
+        masscenter = Point(self._add_prefix("masscenter"))
+        dyadic = inertia(self.frame, *(entries[k] for k, _, _ in _INERTIA_ENTRIES))
+        self.body = RigidBody(self._add_prefix("body"), masscenter, self.frame, mass, (dyadic, masscenter))
+        self.system.add_bodies(self.body)
+
+    def _define_kinematics(self) -> None:
+        if self.body is None:
+            return
+        com = self._com
+        self.body.masscenter.set_pos(self.origin, com[0] * self.frame.x + com[1] * self.frame.y + com[2] * self.frame.z)
+        self.body.masscenter.v2pt_theory(self.origin, self.auxiliary_handler.inertial_frame, self.frame)

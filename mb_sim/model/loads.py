@@ -1,0 +1,90 @@
+"""Load groups of a robot: gravity, joint efforts (inputs), joint damping and friction."""
+from __future__ import annotations
+
+from sympy import Basic, symbols, tanh
+from sympy.physics.mechanics import Force, dynamicsymbols
+
+from mb_sim.model.base import LoadGroupBase
+from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
+from mb_sim.model.parameters import parameter
+
+__all__ = ["Gravity", "JointEffort", "JointDissipation", "FRICTION_SPEED", "STANDARD_GRAVITY"]
+
+STANDARD_GRAVITY = 9.81
+#: Speed scale of the smooth Coulomb friction model [rad/s or m/s].
+FRICTION_SPEED = 0.01
+
+
+class Gravity(LoadGroupBase):
+    """Uniform gravity ``-g`` along the world z axis on every body of the robot."""
+
+    def __init__(self, name: str, acceleration: float = STANDARD_GRAVITY) -> None:
+        super().__init__(name)
+        self.acceleration = acceleration
+        self._descriptions: dict[Basic, str] = {}
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        return {**super().descriptions, **self._descriptions}
+
+    def _define_objects(self) -> None:
+        self.g = parameter(self, "g", self.acceleration,
+                           "gravitational acceleration, along the world's -z axis [m/s^2]", self._descriptions)
+
+    def _define_loads(self) -> None:
+        down = -self.auxiliary_handler.inertial_frame.z
+        self.system.add_loads(*[Force(body.masscenter, body.mass * self.g * down) for body in self.system.bodies])
+
+
+class JointEffort(LoadGroupBase):
+    """The commanded effort of a one-DoF joint: a torque (revolute) or force (prismatic) input.
+
+    The effort acts on the child link along the joint axis, and its reaction on the parent link.
+    """
+
+    required_parent_type = (RevoluteJoint, PrismaticJoint)
+
+    def _define_objects(self) -> None:
+        self.effort = dynamicsymbols(self._add_prefix("effort"))
+        self.symbols["effort"] = self.effort
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        unit = "N m" if isinstance(self.parent, RevoluteJoint) else "N"
+        return {**super().descriptions,
+                self.effort: f"commanded effort of joint '{self.parent.name}' (input) [{unit}]"}
+
+    def _define_loads(self) -> None:
+        self.system.add_loads(*self.parent.generalized_force_loads(self.effort))
+
+
+class JointDissipation(LoadGroupBase):
+    """URDF ``<dynamics>``: viscous damping ``-d u`` and smooth Coulomb friction.
+
+    Friction is ``-f tanh(u / v_s)`` with ``v_s`` = :data:`FRICTION_SPEED` (a parameter, per
+    joint): within about ``v_s`` of standstill it acts like steep viscous damping, beyond it the
+    full Coulomb force ``f`` opposes motion.
+    """
+
+    required_parent_type = (RevoluteJoint, PrismaticJoint)
+
+    def __init__(self, name: str, damping: float, friction: float) -> None:
+        super().__init__(name)
+        self.damping, self.friction = damping, friction
+        self._descriptions: dict[Basic, str] = {}
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        return {**super().descriptions, **self._descriptions}
+
+    def _define_objects(self) -> None:
+        joint, d = self.parent.name, self._descriptions
+        self.d = parameter(self, "damping", self.damping, f"viscous damping of joint '{joint}' [N m s/rad or N s/m]", d)
+        self.f = parameter(self, "friction", self.friction, f"Coulomb friction of joint '{joint}' [N m or N]", d)
+        self.v_s = parameter(self, "friction_speed", FRICTION_SPEED if self.friction else 0.0,
+                             f"speed scale of the smooth friction of joint '{joint}' [rad/s or m/s]", d)
+
+    def _define_loads(self) -> None:
+        u = self.parent.u[0]
+        effort = -self.d * u - (self.f * tanh(u / self.v_s) if self.f != 0 else 0)
+        self.system.add_loads(*self.parent.generalized_force_loads(effort))

@@ -1,0 +1,54 @@
+"""Parameters that stay symbolic, and structural values that are exact.
+
+A value that is exactly zero becomes SymPy's integer 0; an angle that is a multiple of pi/2 (to
+1e-12 rad) becomes that exact multiple of pi; an axis along a coordinate axis becomes an exact unit
+vector.  Everything else becomes a named parameter symbol whose value is recorded, so generated
+code takes it at run time and users can change it (a payload mass, a link length).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sympy import Expr, Integer, Rational, S, pi, symbols
+
+if TYPE_CHECKING:
+    from mb_sim.model.base import ComponentBase
+
+__all__ = ["parameter", "exact_angle", "exact_axis", "RIGHT_ANGLE_TOLERANCE"]
+
+#: Angles this close to a multiple of pi/2 are taken as that multiple exactly.
+RIGHT_ANGLE_TOLERANCE = 1e-12
+
+
+def parameter(component: ComponentBase, name: str, value: float, description: str,
+              descriptions: dict) -> Expr:
+    """Exact 0 for a zero value, otherwise a prefixed symbol recorded with its value."""
+    if value == 0.0:
+        return S.Zero
+    symbol = symbols(component._add_prefix(name), real=True)
+    component.symbols[name] = symbol
+    component.parameter_values[symbol] = float(value)
+    descriptions[symbol] = description
+    return symbol
+
+
+def exact_angle(component: ComponentBase, name: str, value: float, description: str,
+                descriptions: dict) -> Expr:
+    """An exact multiple of pi/2 where `value` is one, otherwise a parameter symbol."""
+    quarter_turns = value / (math.pi / 2)
+    nearest = round(quarter_turns)
+    if abs(value - nearest * math.pi / 2) <= RIGHT_ANGLE_TOLERANCE:
+        return Rational(nearest, 2) * pi
+    return parameter(component, name, value, description, descriptions)
+
+
+def exact_axis(axis: np.ndarray) -> tuple[Expr, Expr, Expr] | None:
+    """An exact unit vector where `axis` lies along a coordinate axis, else None."""
+    nonzero = np.flatnonzero(axis)
+    if len(nonzero) != 1:
+        return None
+    exact = [Integer(0)] * 3
+    exact[nonzero[0]] = Integer(int(np.sign(axis[nonzero[0]])))
+    return tuple(exact)

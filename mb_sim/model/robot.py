@@ -1,0 +1,129 @@
+"""The root model of a URDF robot: its links (submodels) and joints (connections)."""
+from __future__ import annotations
+
+from sympy import Basic
+from sympy.physics.mechanics import Point, ReferenceFrame, System
+
+from mb_sim.model.base import ComponentBase, ComponentError, ConnectionBase, ModelBase
+from mb_sim.model.joints import JointBase
+from mb_sim.model.link import RigidLink
+
+__all__ = ["Robot"]
+
+
+class Robot(ModelBase):
+    """A robot: links joined by joints into a tree, with the world frame ``world``.
+
+    The root link's frame is the world frame: a root link named ``world`` stands for the world
+    itself, any other root link is fixed to it.  ``system`` (after the define steps) holds the
+    whole robot: coordinates and speeds in joint order (parents before children), bodies, loads
+    and constraints.
+    """
+
+    def __init__(self, name: str, links: list[RigidLink], joints: list[JointBase], root: str) -> None:
+        super().__init__(name)
+        self._links = {link.name: link for link in links}
+        self._joints = {joint.name: joint for joint in joints}
+        if root not in self._links:
+            raise ComponentError(f"robot '{name}': root link '{root}' is not among its links")
+        self.root_link = self._links[root]
+
+    @property
+    def links(self) -> dict[str, RigidLink]:
+        """Links by name."""
+        return dict(self._links)
+
+    @property
+    def joints(self) -> dict[str, JointBase]:
+        """Joints by name, parents before children."""
+        return dict(self._joints)
+
+    def submodels(self) -> tuple[ModelBase, ...]:
+        return tuple(self._links.values())
+
+    def connections(self) -> tuple[ConnectionBase, ...]:
+        return tuple(self._joints.values())
+
+    def _define_connections(self) -> None:
+        for joint in self._joints.values():
+            description = joint.joint_description
+            joint.parent = self._links[description.parent]
+            joint.child = self._links[description.child]
+            if description.mimic is not None:
+                joint.mimicked = self._joints[description.mimic.joint]
+
+    def _define_objects(self) -> None:
+        self.world_frame = ReferenceFrame("world")
+        self.world_origin = Point("world_origin")
+        self.world_origin.set_vel(self.world_frame, 0)
+        self._system = System(self.world_frame, self.world_origin)
+
+    def _define_kinematics(self) -> None:
+        root = self.root_link
+        root.frame.orient_axis(self.world_frame, self.world_frame.z, 0)
+        root.frame.set_ang_vel(self.world_frame, 0)
+        root.origin.set_pos(self.world_origin, 0)
+        root.origin.set_vel(self.world_frame, 0)
+
+    def define_all(self) -> None:
+        super().define_all()
+        self._check_unique_symbol_names()
+
+    def _check_unique_symbol_names(self) -> None:
+        seen: dict[str, ComponentBase] = {}
+        for component in list(self.walk())[1:]:
+            for symbol in component.descriptions:
+                owner = seen.setdefault(symbol.name if hasattr(symbol, "name") else str(symbol), component)
+                if owner is not component:
+                    raise ComponentError(f"symbol name '{symbol}' is used by both {owner!r} and {component!r}; "
+                                         "rename one of them")
+
+    @property
+    def parameters(self) -> dict[Basic, float]:
+        """Every parameter symbol of the robot with its value, in component order."""
+        values: dict[Basic, float] = {}
+        for component in self.walk():
+            values.update(component.parameter_values)
+        return values
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        """Descriptions of every symbol, coordinate and speed in the robot."""
+        out: dict[Basic, str] = {}
+        for component in self.walk():
+            if component is not self:
+                out.update(component.descriptions)
+        return out
+
+    def describe(self) -> str:
+        """The component tree with every symbol, coordinate and speed, its description and value."""
+        system = self.system
+        lines = [f"Robot '{self.name}': {len(self._links)} links, {len(self._joints)} joints, "
+                 f"{len(system.q)} coordinates, {len(system.u)} speeds, "
+                 f"{len(system.holonomic_constraints)} holonomic constraints"]
+        lines += _describe_component(self, 1)
+        return "\n".join(lines)
+
+
+def _symbol_line(symbol: Basic, description: str, value: float | None, indent: int) -> str:
+    name = getattr(symbol, "name", None) or str(symbol).replace("(t)", "")
+    shown = f" = {value:.6g}" if value is not None else ""
+    return f"{'  ' * indent}{name}{shown}: {description}"
+
+
+def _describe_component(component: ComponentBase, indent: int) -> list[str]:
+    lines = []
+    children = list(component.children())
+    for child in children:
+        kind = type(child).__name__
+        extra = ""
+        if isinstance(child, JointBase):
+            extra = f" ({child.joint_description.type}: {child.parent.name} -> {child.child.name})"
+        elif isinstance(child, RigidLink) and child.is_massless:
+            extra = " (massless)"
+        lines.append(f"{'  ' * indent}{kind} '{child.name}'{extra}")
+        values = child.parameter_values
+        for symbol, description in child.descriptions.items():
+            lines.append(_symbol_line(symbol, description, values.get(symbol), indent + 1))
+        lines += _describe_component(child, indent + 1)
+    return lines

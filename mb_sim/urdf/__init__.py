@@ -1,0 +1,14 @@
+"""URDF in: parse and validate a URDF into a plain :class:`RobotDescription`.
+
+Nothing here knows about SymPy; the model layer builds components from the description.
+"""
+from mb_sim.urdf.description import (
+    ComponentSpec, Inertial, JointDescription, JointLimit, Mimic, LinkDescription, RobotDescription,
+)
+from mb_sim.urdf.errors import URDFError, URDFWarning
+from mb_sim.urdf.parser import parse_urdf
+
+__all__ = [
+    "ComponentSpec", "Inertial", "JointDescription", "JointLimit", "LinkDescription", "Mimic",
+    "RobotDescription", "URDFError", "URDFWarning", "parse_urdf",
+]

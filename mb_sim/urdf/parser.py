@@ -1,0 +1,253 @@
+"""Read URDF text or files into a validated :class:`RobotDescription`.
+
+Three passes: an XML pass (well-formedness, numbers, extension elements), ``urdf_parser_py`` for
+links and joints, and graph/inertia validation.  Every error is a :class:`URDFError` naming the
+file and the element.
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import urdf_parser_py.xml_reflection.core as urdf_reflection
+from urdf_parser_py import urdf as urdf_model
+
+from mb_sim.urdf.description import (
+    JOINT_TYPES, ComponentSpec, Inertial, JointDescription, JointLimit, LinkDescription, Mimic,
+    RobotDescription,
+)
+from mb_sim.urdf.errors import URDFError, URDFWarning
+from mb_sim.urdf.rotations import rpy_to_matrix
+from mb_sim.urdf.validation import validate
+
+__all__ = ["parse_urdf"]
+
+#: Top-level elements parsed by urdf_parser_py.
+URDF_ELEMENTS = {"link", "joint", "material"}
+#: Top-level elements of other tools that mb_sim knows and ignores without a warning.
+IGNORED_ELEMENTS = {"transmission", "gazebo", "ros2_control"}
+#: mb_sim's own extension elements.
+EXTENSION_ELEMENTS = {"component"}
+#: Numeric attributes per element tag, with the number of values each holds.
+NUMERIC_ATTRIBUTES = {
+    "origin": {"xyz": 3, "rpy": 3},
+    "mass": {"value": 1},
+    "inertia": {name: 1 for name in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")},
+    "axis": {"xyz": 3},
+    "limit": {"lower": 1, "upper": 1, "effort": 1, "velocity": 1},
+    "dynamics": {"damping": 1, "friction": 1},
+    "mimic": {"multiplier": 1, "offset": 1},
+    "parameter": {"value": 1},
+}
+
+
+def parse_urdf(path_or_xml: str | os.PathLike) -> RobotDescription:
+    """Parse and validate a URDF given as a file path or as XML text.
+
+    Raises
+    ------
+    URDFError
+        For any input mb_sim cannot simulate; the message names the file and element.
+    """
+    text, source = _read_source(path_or_xml)
+    root = _parse_xml(text, source)
+    warned: set[str] = set()
+    components = _read_top_level(root, source, warned)
+    _check_numbers(root, source)
+    robot = _parse_links_and_joints(root, source, warned)
+    links = [_link_description(link, source) for link in robot.links]
+    joints = [_joint_description(joint, source) for joint in robot.joints]
+    return validate(robot.name or "robot", source, links, joints, components)
+
+
+def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:
+    """The URDF text and a name for messages (the path, or ``<string>``)."""
+    if isinstance(path_or_xml, str) and path_or_xml.lstrip().startswith("<"):
+        return path_or_xml, "<string>"
+    path = Path(path_or_xml)
+    try:
+        return path.read_text(), str(path)
+    except FileNotFoundError:
+        raise URDFError(str(path), "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise URDFError(str(path), "", f"cannot read: {err}") from None
+
+
+def _parse_xml(text: str, source: str) -> ET.Element:
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise URDFError(source, "", f"malformed XML: {err}") from None
+    if root.tag != "robot":
+        raise URDFError(source, f"<{root.tag}>", "the document element must be <robot>")
+    return root
+
+
+def _warn_once(warned: set[str], key: str, message: str) -> None:
+    if key not in warned:
+        warned.add(key)
+        warnings.warn(message, URDFWarning, stacklevel=4)
+
+
+def _read_top_level(root: ET.Element, source: str, warned: set[str]) -> list[ComponentSpec]:
+    """Sort top-level elements: URDF proper, extensions (returned), ignored, unknown (warned)."""
+    components = []
+    for element in root:
+        if not isinstance(element.tag, str) or element.tag in URDF_ELEMENTS | IGNORED_ELEMENTS:
+            continue
+        if element.tag == "component":
+            components.append(_component_spec(element, source))
+        else:
+            _warn_once(warned, element.tag,
+                       f"{source}: unknown element <{element.tag}> ignored (mb_sim reads "
+                       f"{', '.join(sorted(URDF_ELEMENTS | EXTENSION_ELEMENTS))})")
+    return components
+
+
+def _component_spec(element: ET.Element, source: str) -> ComponentSpec:
+    label = f"component '{element.get('name', '?')}'"
+    for attribute in ("type", "name", "attach_to"):
+        if not element.get(attribute):
+            raise URDFError(source, label, f"<component> needs a '{attribute}' attribute")
+    parameters = {}
+    for parameter in element.findall("parameter"):
+        name = parameter.get("name")
+        if not name or parameter.get("value") is None:
+            raise URDFError(source, label, "<parameter> needs 'name' and 'value' attributes")
+        parameters[name] = float(parameter.get("value"))  # checked numeric by _check_numbers
+    return ComponentSpec(element.get("type"), element.get("name"), element.get("attach_to"), parameters)
+
+
+def _element_label(top: ET.Element) -> str:
+    return f"{top.tag} '{top.get('name', '?')}'"
+
+
+def _check_numbers(root: ET.Element, source: str) -> None:
+    """Every numeric attribute holds the right count of finite numbers."""
+    for top in root:
+        for element in top.iter():
+            for attribute, count in NUMERIC_ATTRIBUTES.get(element.tag, {}).items():
+                raw = element.get(attribute)
+                if raw is None:
+                    continue
+                where = f"{_element_label(top)} <{element.tag} {attribute}=\"{raw}\">"
+                try:
+                    values = [float(v) for v in raw.split()]
+                except ValueError:
+                    raise URDFError(source, where, "not a number") from None
+                if len(values) != count:
+                    raise URDFError(source, where, f"expected {count} number(s), got {len(values)}")
+                if not all(math.isfinite(v) for v in values):
+                    raise URDFError(source, where, "NaN or infinite value")
+
+
+def _parse_links_and_joints(root: ET.Element, source: str, warned: set[str]) -> urdf_model.URDF:
+    """Run urdf_parser_py on the links, joints and materials; its complaints become warnings."""
+    reduced = ET.Element("robot", root.attrib)
+    reduced.extend(e for e in root if e.tag in URDF_ELEMENTS)
+    previous = urdf_reflection.on_error
+    urdf_reflection.on_error = lambda message: _warn_once(warned, message, f"{source}: {message} (ignored)")
+    try:
+        return urdf_model.URDF.from_xml_string(ET.tostring(reduced, encoding="unicode"))
+    except urdf_reflection.ParseError as err:
+        raise URDFError(source, _xpath_label(err.path), str(err.e)) from None
+    except (AssertionError, ValueError, TypeError, AttributeError) as err:
+        raise URDFError(source, "", f"invalid URDF: {err}") from None
+    finally:
+        urdf_reflection.on_error = previous
+
+
+def _xpath_label(path: object) -> str:
+    """``/robot[@name='r']/joint[@name='j']/origin`` -> ``joint 'j' <origin>``."""
+    parts = str(path).strip("/").split("/")[1:]
+    labels = []
+    for part in parts:
+        tag, _, rest = part.partition("[")
+        name = rest.partition("'")[2].partition("'")[0] if "@name=" in rest else ""
+        labels.append(f"{tag} '{name}'" if name else f"<{tag}>")
+    return " ".join(labels) or "<robot>"
+
+
+def _vector(value: object, default: tuple[float, float, float]) -> np.ndarray:
+    return np.array(value if value is not None else default, dtype=float)
+
+
+def _link_description(link: urdf_model.Link, source: str) -> LinkDescription:
+    inertial = link.inertial
+    if inertial is None:
+        return LinkDescription(link.name, None)
+    label = f"link '{link.name}' <inertial>"
+    mass = float(inertial.mass or 0.0)
+    i = inertial.inertia
+    local = np.zeros((3, 3)) if i is None else np.array(
+        [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]], dtype=float)
+    origin = inertial.origin
+    xyz = _vector(origin.xyz if origin else None, (0.0, 0.0, 0.0))
+    rotation = rpy_to_matrix(_vector(origin.rpy if origin else None, (0.0, 0.0, 0.0)))
+    inertia = rotation @ local @ rotation.T
+    _check_mass_properties(source, label, mass, local)
+    if mass == 0.0 and not local.any():
+        return LinkDescription(link.name, None)
+    return LinkDescription(link.name, Inertial(mass, xyz, inertia))
+
+
+def _check_mass_properties(source: str, label: str, mass: float, inertia: np.ndarray) -> None:
+    """Mass non-negative; a massive link's inertia positive definite and physically possible."""
+    if mass < 0.0:
+        raise URDFError(source, label, f"negative mass {mass}")
+    if mass == 0.0:
+        if inertia.any():
+            raise URDFError(source, label, "zero mass with a non-zero inertia tensor")
+        return
+    moments = np.linalg.eigvalsh(inertia)
+    if moments[0] <= 0.0:
+        raise URDFError(source, label,
+                        f"inertia is not positive definite (principal moments {np.round(moments, 12).tolist()}); "
+                        "a point mass needs a small positive inertia, e.g. that of a small sphere")
+    a, b, c = moments
+    if a + b < c * (1.0 - 1e-9):
+        raise URDFError(source, label,
+                        f"inertia breaks the triangle inequality: principal moments {a:g} + {b:g} < {c:g}")
+
+
+def _joint_description(joint: urdf_model.Joint, source: str) -> JointDescription:
+    label = f"joint '{joint.name}'"
+    if joint.type not in JOINT_TYPES:
+        raise URDFError(source, label, f"unsupported joint type '{joint.type}' (supported: {', '.join(JOINT_TYPES)})")
+    origin = joint.origin
+    axis = _vector(joint.axis, (1.0, 0.0, 0.0))
+    norm = float(np.linalg.norm(axis))
+    if norm < 1e-12 and JOINT_TYPES[joint.type] in (1, 3):
+        raise URDFError(source, f"{label} <axis>", "axis is zero")
+    limit = JointLimit()
+    if joint.limit is not None:
+        bounded = joint.type in ("revolute", "prismatic")
+        limit = JointLimit(
+            lower=float(joint.limit.lower) if bounded and joint.limit.lower is not None else None,
+            upper=float(joint.limit.upper) if bounded and joint.limit.upper is not None else None,
+            velocity=float(joint.limit.velocity) if joint.limit.velocity else float("inf"),
+            effort=float(joint.limit.effort) if joint.limit.effort else float("inf"),
+        )
+        if limit.lower is not None and limit.upper is not None and limit.lower > limit.upper:
+            raise URDFError(source, f"{label} <limit>", f"lower {limit.lower} is above upper {limit.upper}")
+    dynamics = joint.dynamics
+    mimic = None
+    if joint.mimic is not None:
+        mimic = Mimic(joint.mimic.joint,
+                      1.0 if joint.mimic.multiplier is None else float(joint.mimic.multiplier),
+                      0.0 if joint.mimic.offset is None else float(joint.mimic.offset))
+    damping = float(dynamics.damping or 0.0) if dynamics else 0.0
+    friction = float(dynamics.friction or 0.0) if dynamics else 0.0
+    if damping < 0 or friction < 0:
+        raise URDFError(source, f"{label} <dynamics>", "damping and friction must not be negative")
+    return JointDescription(
+        name=joint.name, type=joint.type, parent=joint.parent, child=joint.child,
+        origin_xyz=_vector(origin.xyz if origin else None, (0.0, 0.0, 0.0)),
+        origin_rpy=_vector(origin.rpy if origin else None, (0.0, 0.0, 0.0)),
+        axis=axis / norm if norm >= 1e-12 else axis, limit=limit,
+        damping=damping, friction=friction, mimic=mimic,
+    )

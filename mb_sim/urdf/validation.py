@@ -1,0 +1,130 @@
+"""Whole-robot checks: a single tree rooted in one link, mimic references, masses where needed."""
+from __future__ import annotations
+
+from collections import Counter
+
+from mb_sim.urdf.description import (
+    JOINT_TYPES, WORLD_LINK, ComponentSpec, JointDescription, LinkDescription, RobotDescription,
+)
+from mb_sim.urdf.errors import URDFError
+
+__all__ = ["validate"]
+
+
+def validate(name: str, source: str, links: list[LinkDescription], joints: list[JointDescription],
+             components: list[ComponentSpec]) -> RobotDescription:
+    """Check the robot's structure and return it with joints ordered parent before child."""
+    if not links:
+        raise URDFError(source, f"robot '{name}'", "no <link> elements")
+    _unique(source, "link", [link.name for link in links])
+    _unique(source, "joint", [joint.name for joint in joints])
+    by_name = {link.name: link for link in links}
+    _check_joint_links(source, by_name, joints)
+    root = _find_root(source, by_name, joints)
+    ordered = _tree_order(source, root, by_name, joints)
+    if root == WORLD_LINK and by_name[root].inertial is not None:
+        raise URDFError(source, "link 'world'", "the world link is the fixed world frame and cannot have an <inertial>")
+    _check_mimics(source, ordered)
+    _check_moving_mass(source, by_name, ordered)
+    _check_components(source, components, by_name, ordered)
+    return RobotDescription(name, source, by_name, ordered, root, components)
+
+
+def _unique(source: str, kind: str, names: list[str]) -> None:
+    for element, count in Counter(names).items():
+        if count > 1:
+            raise URDFError(source, f"{kind} '{element}'", f"{count} {kind}s have this name")
+
+
+def _check_joint_links(source: str, links: dict[str, LinkDescription], joints: list[JointDescription]) -> None:
+    parents: dict[str, str] = {}
+    for joint in joints:
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link not in links:
+                raise URDFError(source, f"joint '{joint.name}'", f"{role} link '{link}' does not exist")
+        if joint.parent == joint.child:
+            raise URDFError(source, f"joint '{joint.name}'", f"connects link '{joint.child}' to itself (a cycle)")
+        if joint.child in parents:
+            raise URDFError(source, f"link '{joint.child}'",
+                            f"is the child of two joints ('{parents[joint.child]}' and '{joint.name}'): "
+                            "the joint graph has a cycle; a URDF describes a tree")
+        parents[joint.child] = joint.name
+
+
+def _find_root(source: str, links: dict[str, LinkDescription], joints: list[JointDescription]) -> str:
+    children = {joint.child for joint in joints}
+    roots = [name for name in links if name not in children]
+    if not roots:
+        cycle = " -> ".join(joint.name for joint in joints)
+        raise URDFError(source, "joints", f"every link has a parent joint, so the joint graph has a cycle ({cycle})")
+    if len(roots) > 1:
+        raise URDFError(source, "links", f"several root links ({', '.join(repr(r) for r in roots)}); "
+                                         "connect them with joints into one tree")
+    return roots[0]
+
+
+def _tree_order(source: str, root: str, links: dict[str, LinkDescription],
+                joints: list[JointDescription]) -> list[JointDescription]:
+    """Joints breadth-first from the root; links never reached sit on a cycle."""
+    out_of: dict[str, list[JointDescription]] = {}
+    for joint in joints:
+        out_of.setdefault(joint.parent, []).append(joint)
+    ordered, frontier, reached = [], [root], {root}
+    while frontier:
+        link = frontier.pop(0)
+        for joint in out_of.get(link, []):
+            ordered.append(joint)
+            reached.add(joint.child)
+            frontier.append(joint.child)
+    if len(reached) != len(links):
+        loop = [j.name for j in joints if j.child not in reached]
+        raise URDFError(source, f"joint '{loop[0]}'",
+                        f"is on a cycle in the joint graph (joints {', '.join(loop)}); a URDF describes a tree")
+    return ordered
+
+
+def _check_mimics(source: str, joints: list[JointDescription]) -> None:
+    by_name = {joint.name: joint for joint in joints}
+    for joint in joints:
+        if joint.mimic is None:
+            continue
+        label = f"joint '{joint.name}' <mimic>"
+        target = by_name.get(joint.mimic.joint)
+        if target is None:
+            raise URDFError(source, label, f"mimics unknown joint '{joint.mimic.joint}'")
+        for j in (joint, target):
+            if JOINT_TYPES[j.type] != 1:
+                raise URDFError(source, label, f"joint '{j.name}' is {j.type}; mimic needs one-DoF joints")
+        seen, current = [joint.name], target
+        while current.mimic is not None:
+            if current.name in seen:
+                raise URDFError(source, label, f"mimic cycle: {' -> '.join(seen + [current.name])}")
+            seen.append(current.name)
+            current = by_name[current.mimic.joint]
+
+
+def _check_moving_mass(source: str, links: dict[str, LinkDescription], joints: list[JointDescription]) -> None:
+    """Each moving joint must move some mass, or the mass matrix is singular."""
+    children: dict[str, list[str]] = {}
+    for joint in joints:
+        children.setdefault(joint.parent, []).append(joint.child)
+
+    def subtree_mass(link: str) -> float:
+        own = links[link].inertial.mass if links[link].inertial else 0.0
+        return own + sum(subtree_mass(child) for child in children.get(link, []))
+
+    for joint in joints:
+        if JOINT_TYPES[joint.type] and subtree_mass(joint.child) <= 0.0:
+            raise URDFError(source, f"joint '{joint.name}'",
+                            f"moves link '{joint.child}' whose subtree has no mass or rotational inertia "
+                            "(the mass matrix would be singular); give it an <inertial> or make the joint fixed")
+
+
+def _check_components(source: str, components: list[ComponentSpec], links: dict[str, LinkDescription],
+                      joints: list[JointDescription]) -> None:
+    _unique(source, "component", [c.name for c in components])
+    targets = set(links) | {joint.name for joint in joints}
+    for component in components:
+        if component.attach_to not in targets:
+            raise URDFError(source, f"component '{component.name}'",
+                            f"attach_to '{component.attach_to}' is neither a link nor a joint")
