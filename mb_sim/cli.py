@@ -29,6 +29,21 @@ def _doctor(_args: argparse.Namespace) -> int:
     return 0 if all(ok for ok, _ in checks.values()) else 1
 
 
+def _describe(args: argparse.Namespace) -> int:
+    """Print the component tree of a robot with every symbol's description and value."""
+    from mb_sim.model import load_urdf
+    from mb_sim.resources import robot_path
+    from mb_sim.urdf import URDFError
+
+    try:
+        robot = load_urdf(robot_path(args.robot))
+    except (URDFError, FileNotFoundError) as err:
+        print(f"mb-sim: {err}", file=sys.stderr)
+        return 1
+    print(robot.describe())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per task."""
     parser = argparse.ArgumentParser(prog="mb-sim", description=__doc__)
@@ -36,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     doctor = commands.add_parser("doctor", help="check what this installation can do")
     doctor.set_defaults(run=_doctor)
+    describe = commands.add_parser("describe", help="print a robot's component tree and symbols")
+    describe.add_argument("robot", help="URDF file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
+    describe.set_defaults(run=_describe)
     return parser
 
 

@@ -168,10 +168,10 @@ class _TreeComponent(ComponentBase):
         """Attach `load_group`; its ``required_parent_type`` must accept this component."""
         if not isinstance(load_group, LoadGroupBase):
             raise ComponentError(f"{self!r}: {load_group!r} is not a load group")
-        if not isinstance(self, load_group.required_parent_type):
-            raise ComponentError(
-                f"load group {load_group!r} attaches to a {load_group.required_parent_type.__name__}, "
-                f"not to {self!r}")
+        allowed = load_group.required_parent_type
+        if not isinstance(self, allowed):
+            names = " or ".join(t.__name__ for t in (allowed if isinstance(allowed, tuple) else (allowed,)))
+            raise ComponentError(f"load group {load_group!r} attaches to a {names}, not to {self!r}")
         if load_group.parent is not None:
             raise ComponentError(f"load group {load_group!r} is already attached to {load_group.parent!r}")
         load_group._parent = self

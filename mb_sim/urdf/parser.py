@@ -58,6 +58,7 @@ def parse_urdf(path_or_xml: str | os.PathLike) -> RobotDescription:
     warned: set[str] = set()
     components = _read_top_level(root, source, warned)
     _check_numbers(root, source)
+    _check_joint_types(root, source)
     robot = _parse_links_and_joints(root, source, warned)
     links = [_link_description(link, source) for link in robot.links]
     joints = [_joint_description(joint, source) for joint in robot.joints]
@@ -145,6 +146,14 @@ def _check_numbers(root: ET.Element, source: str) -> None:
                     raise URDFError(source, where, "NaN or infinite value")
 
 
+def _check_joint_types(root: ET.Element, source: str) -> None:
+    for joint in root.iter("joint"):
+        kind = joint.get("type")
+        if kind not in JOINT_TYPES:
+            raise URDFError(source, _element_label(joint),
+                            f"unsupported joint type '{kind}' (supported: {', '.join(JOINT_TYPES)})")
+
+
 def _parse_links_and_joints(root: ET.Element, source: str, warned: set[str]) -> urdf_model.URDF:
     """Run urdf_parser_py on the links, joints and materials; its complaints become warnings."""
     reduced = ET.Element("robot", root.attrib)
@@ -216,8 +225,6 @@ def _check_mass_properties(source: str, label: str, mass: float, inertia: np.nda
 
 def _joint_description(joint: urdf_model.Joint, source: str) -> JointDescription:
     label = f"joint '{joint.name}'"
-    if joint.type not in JOINT_TYPES:
-        raise URDFError(source, label, f"unsupported joint type '{joint.type}' (supported: {', '.join(JOINT_TYPES)})")
     origin = joint.origin
     axis = _vector(joint.axis, (1.0, 0.0, 0.0))
     norm = float(np.linalg.norm(axis))

@@ -1,0 +1,149 @@
+"""The component model: declared requirements, load groups, define steps, the shared auxiliary
+data handler, descriptions and the root system."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sympy import Symbol, solve, symbols
+from sympy.physics.mechanics import dynamicsymbols, msubs
+
+from mb_sim import load_urdf
+from mb_sim.model import (
+    ComponentError, Gravity, JointEffort, LoadGroupBase, ModelBase, ModelRequirement, RevoluteJoint,
+    RigidLink, build_robot,
+)
+from mb_sim.urdf import parse_urdf
+
+
+def test_requirement_properties_reject_wrong_types(repo):
+    description = parse_urdf(repo / "urdf" / "pendulum.urdf")
+    joint = RevoluteJoint("hinge", description.joint("hinge"))
+    with pytest.raises(ComponentError, match=r"RevoluteJoint 'hinge': parent must be a RigidLink, but 'base' is a str"):
+        joint.parent = "base"
+    joint.parent = RigidLink("base")
+    assert joint.parent.name == "base"
+    assert type(joint).parent.__doc__ == "Link the joint is mounted on."
+
+
+def test_user_model_declares_requirements():
+    class Gripper(ModelBase):
+        required_models = (ModelRequirement("palm", RigidLink, "Palm link of the gripper."),)
+
+    gripper = Gripper("gripper")
+    with pytest.raises(ComponentError, match="palm must be a RigidLink"):
+        gripper.palm = 3.0
+    gripper.palm = RigidLink("palm")
+    assert gripper.submodels() == (gripper.palm,)
+
+
+def test_load_group_parent_type_is_checked(repo):
+    robot = build_robot(parse_urdf(repo / "urdf" / "pendulum.urdf"))
+    with pytest.raises(ComponentError, match="attaches to a RevoluteJoint or PrismaticJoint"):
+        robot.add_load_group(JointEffort("misplaced"))
+    with pytest.raises(ComponentError, match="already attached"):
+        robot.joints["hinge"].add_load_group(robot.load_groups[0])
+
+
+def test_every_symbol_coordinate_and_speed_is_described_and_unique(repo):
+    robot = load_urdf(repo / "urdf" / "arm6.urdf")
+    system = robot.system
+    described = robot.descriptions
+    inputs = [g.effort for j in robot.joints.values() for g in j.load_groups if isinstance(g, JointEffort)]
+    for item in [*system.q, *system.u, *robot.parameters, *inputs]:
+        assert described.get(item), f"{item} has no description"
+    names = [str(s) for s in described]
+    assert len(names) == len(set(names))
+    assert all(str(q).startswith(tuple(robot.joints)) for q in system.q)
+
+
+def test_root_system_gathers_every_component(repo):
+    robot = load_urdf(repo / "urdf" / "arm6.urdf")
+    system = robot.system
+    joint_coordinates = [q for joint in robot.joints.values() for q in joint.q]
+    assert list(system.q) == joint_coordinates
+    assert len(system.u) == 6 and len(system.kdes) == 6
+    assert {b.name for b in system.bodies} == {f"{n}_body" for n, l in robot.links.items() if not l.is_massless}
+    # gravity on 7 bodies, effort + dissipation on 6 joints (each a pair of torques)
+    assert len(system.loads) == 7 + 6 * 2 * 2
+
+
+def test_mimic_joint_is_a_dependent_coordinate_with_a_holonomic_constraint(repo):
+    robot = load_urdf(repo / "test" / "urdf" / "kinematic_zoo.urdf")
+    finger, shoulder = robot.joints["finger_joint"], robot.joints["shoulder"]
+    assert list(robot.system.q_dep) == [finger.q[0]]
+    (constraint,) = robot.system.holonomic_constraints
+    values = {shoulder.q[0]: 0.4, finger.q[0]: -0.5 * 0.4 + 0.1, **robot.parameters}
+    assert abs(float(constraint.xreplace(values))) < 1e-15
+    assert not any(isinstance(g, JointEffort) for g in finger.load_groups)
+
+
+class HingeReaction(LoadGroupBase):
+    """User component: reports the vertical reaction force at a revolute joint."""
+
+    required_parent_type = RevoluteJoint
+
+    def _define_objects(self) -> None:
+        self.symbols["f"] = Symbol(self._add_prefix("reaction"))
+        self.uaux = dynamicsymbols(self._add_prefix("uaux"))
+
+    @property
+    def descriptions(self):
+        return {self.symbols["f"]: "vertical reaction force at the hinge [N]"}
+
+    def _define_kinematics(self) -> None:
+        handler = self.auxiliary_handler
+        handler.add_noncontributing_force(self.parent.child.origin, handler.inertial_frame.z,
+                                          self.uaux, self.symbols["f"])
+
+
+def test_noncontributing_force_gives_the_hinge_reaction(repo):
+    """Pendulum swinging through the bottom at rate w: reaction = m (g + w^2 l), l = 1 m."""
+    robot = build_robot(parse_urdf(repo / "urdf" / "pendulum.urdf"))
+    reaction = HingeReaction("hinge_reaction")
+    robot.joints["hinge"].add_load_group(reaction)
+    robot.define_all()
+    robot.system.form_eoms()
+    kane = robot.system.eom_method
+    q, u = robot.system.q[0], robot.system.u[0]
+    w = symbols("w")
+    t = dynamicsymbols._t
+    at_bottom = {q: 0, u: w, u.diff(t): 0, robot.joints["hinge"].load_groups[0].effort: 0}
+    (aux,) = msubs(kane.auxiliary_eqs, at_bottom).xreplace(robot.parameters)
+    force = solve(aux, reaction.symbols["f"])[0]
+    for rate in (0.0, 1.5, -3.0):
+        assert float(force.subs(w, rate)) == pytest.approx(1.0 * (9.81 + rate**2), rel=1e-12)
+    # The point the force acts on and everything positioned from it carry the auxiliary speed.
+    rod = robot.links["rod"]
+    assert reaction.uaux in rod.body.masscenter.vel(robot.world_frame).free_dynamicsymbols(robot.world_frame)
+    assert robot.system.u_aux[:] == [reaction.uaux]
+
+
+def test_gravity_default_and_direction(repo):
+    robot = load_urdf(repo / "urdf" / "pendulum.urdf")
+    (gravity,) = [g for g in robot.load_groups if isinstance(g, Gravity)]
+    assert robot.parameters[gravity.g] == 9.81
+    (force,) = [load for load in robot.system.loads if load.location == robot.links["rod"].body.masscenter]
+    vector = force.vector.to_matrix(robot.world_frame).xreplace(robot.parameters)
+    assert np.allclose(np.array(vector, dtype=float).ravel(), [0, 0, -9.81])
+
+
+def test_structural_values_are_exact_and_the_rest_parameters(repo):
+    robot = load_urdf(repo / "urdf" / "arm6.urdf")
+    names = {str(s) for s in robot.parameters}
+    # zero offsets and inertia products are exact zeros, not parameters
+    assert "shoulder_pan_joint_origin_x" not in names and "base_link_ixy" not in names
+    # pi/2 origin angles are exact; a 0.05 rad tilt and a skew axis are parameters
+    assert "shoulder_lift_joint_origin_pitch" not in names
+    assert {"wrist_3_joint_origin_roll", "wrist_3_joint_axis_y", "wrist_3_joint_axis_z"} <= names
+    # the rotated inertial frame of wrist_3_link gives off-diagonal inertia parameters
+    assert "wrist_3_link_ixy" in names
+
+
+def test_describe_lists_the_tree_with_descriptions_and_values(repo):
+    text = load_urdf(repo / "urdf" / "arm6.urdf").describe()
+    assert text.splitlines()[0] == ("Robot 'arm6': 8 links, 7 joints, 6 coordinates, 6 speeds, "
+                                    "0 holonomic constraints")
+    assert "  RevoluteJoint 'elbow_joint' (revolute: upper_arm_link -> forearm_link)" in text
+    assert "    upper_arm_link_m = 8.393: mass of link 'upper_arm_link' [kg]" in text
+    assert "    elbow_joint_q: joint 'elbow_joint': angle about the axis [rad]" in text
+    assert "  RigidLink 'tool0' (massless)" in text
