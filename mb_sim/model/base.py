@@ -196,7 +196,9 @@ class _TreeComponent(ComponentBase):
         groups = {"submodels": self.submodels(), "connections": self.connections(), "load_groups": self._load_groups}
         for group in order:
             for child in groups[group]:
-                child._run_step(step, _ORDER[step]) if isinstance(child, _TreeComponent) else \
+                if isinstance(child, _TreeComponent):
+                    child._run_step(step, order)
+                else:
                     getattr(child, f"_define_{step}")()
                 _merge(self.system, child.system)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from sympy import Basic, Matrix, Rational, S, tanh
+from sympy import Basic, Matrix, Rational, S
 from sympy.physics.mechanics import Force, Point, ReferenceFrame, System, Torque, Vector, dynamicsymbols
 
 from mb_sim.model.base import ConnectionBase

@@ -1,7 +1,7 @@
 """Load groups of a robot: gravity, joint efforts (inputs), joint damping and friction."""
 from __future__ import annotations
 
-from sympy import Basic, symbols, tanh
+from sympy import Basic, tanh
 from sympy.physics.mechanics import Force, dynamicsymbols
 
 from mb_sim.model.base import LoadGroupBase
