@@ -29,18 +29,36 @@ def _doctor(_args: argparse.Namespace) -> int:
     return 0 if all(ok for ok, _ in checks.values()) else 1
 
 
-def _describe(args: argparse.Namespace) -> int:
-    """Print the component tree of a robot with every symbol's description and value."""
+class CommandError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+def _load_robot(robot: str):
+    """The robot model of a URDF path or shipped robot name, or CommandError."""
     from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
     from mb_sim.urdf import URDFError
 
     try:
-        robot = load_urdf(robot_path(args.robot))
+        return load_urdf(robot_path(robot))
     except (URDFError, FileNotFoundError) as err:
-        print(f"mb-sim: {err}", file=sys.stderr)
-        return 1
-    print(robot.describe())
+        raise CommandError(str(err)) from None
+
+
+def _describe(args: argparse.Namespace) -> int:
+    """Print the component tree of a robot with every symbol's description and value."""
+    print(_load_robot(args.robot).describe())
+    return 0
+
+
+def _eom(args: argparse.Namespace) -> int:
+    """Derive and print the equations of motion (pretty text or LaTeX)."""
+    from mb_sim.symbolic import derive_equations
+    from mb_sim.symbolic.printing import format_equations
+
+    progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
+    eom = derive_equations(_load_robot(args.robot), progress=progress)
+    print(format_equations(eom, style=args.format))
     return 0
 
 
@@ -54,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     describe = commands.add_parser("describe", help="print a robot's component tree and symbols")
     describe.add_argument("robot", help="URDF file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
     describe.set_defaults(run=_describe)
+    eom = commands.add_parser("eom", help="derive and print a robot's equations of motion")
+    eom.add_argument("robot", help="URDF file, or the name of a URDF shipped with mb_sim")
+    eom.add_argument("--format", choices=("pretty", "latex"), default="pretty", help="output style")
+    eom.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    eom.set_defaults(run=_eom)
     return parser
 
 
@@ -64,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
-    return args.run(args)
+    try:
+        return args.run(args)
+    except CommandError as err:
+        print(f"mb-sim: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

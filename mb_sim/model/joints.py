@@ -11,8 +11,8 @@ Generalized coordinates and speeds, per joint type:
   :class:`PlanarJoint`) then ``theta`` about the axis; speeds are their rates;
 - floating: position ``x, y, z`` of the child origin in J [m] and the unit quaternion
   ``qw, qx, qy, qz`` of the child frame relative to J (no singularity anywhere; its norm is kept
-  by the simulator), speeds ``vx, vy, vz`` (origin velocity in J axes, m/s) and ``wx, wy, wz``
-  (angular velocity in child-frame axes, rad/s, as Pinocchio's free-flyer);
+  by the simulator), speeds ``vx, vy, vz`` (origin velocity in J axes, m/s, as MuJoCo's free joint) and
+  ``wx, wy, wz`` (angular velocity in child-frame axes, rad/s, as MuJoCo and Pinocchio);
 - fixed: none.
 """
 from __future__ import annotations
@@ -52,6 +52,8 @@ class JointBase(ConnectionBase):
     coordinates: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     #: (name, meaning, unit) of each generalized speed.
     speeds: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    #: Whether the child origin moves relative to the parent frame.
+    translates: ClassVar[bool] = False
 
     def __init__(self, name: str, description: JointDescription) -> None:
         super().__init__(name)
@@ -136,6 +138,26 @@ class JointBase(ConnectionBase):
         """Loads of a joint effort `effort` (torque or force along the axis) on child and parent."""
         raise NotImplementedError(f"{type(self).__name__} takes no joint effort")
 
+    # Local kinematics (after define kinematics): small expressions in this joint's coordinates,
+    # which the symbolic core composes link by link.
+    def rotation(self) -> Matrix:
+        """Direction cosines mapping child-frame components to parent-frame components."""
+        return self.parent.frame.dcm(self.child.frame)
+
+    def translation(self) -> Matrix:
+        """Child origin relative to the parent origin, in parent-frame components."""
+        return self.child.origin.pos_from(self.parent.origin).to_matrix(self.parent.frame)
+
+    def relative_angular_velocity(self) -> Matrix:
+        """Angular velocity of the child in the parent frame, in child-frame components."""
+        return self.child.frame.ang_vel_in(self.parent.frame).to_matrix(self.child.frame)
+
+    def relative_velocity(self) -> Matrix:
+        """Velocity of the child origin in the parent frame, in parent-frame components."""
+        if not self.translates:
+            return Matrix([0, 0, 0])
+        return self.child.origin.vel(self.parent.frame).to_matrix(self.parent.frame)
+
 
 class FixedJoint(JointBase):
     """Rigidly attaches the child link to the parent link."""
@@ -169,6 +191,8 @@ class RevoluteJoint(JointBase):
 class PrismaticJoint(JointBase):
     """Translation along the axis."""
 
+    translates = True
+
     coordinates = (("q", "displacement along the axis", "m"),)
     speeds = (("u", "rate of displacement along the axis", "m/s"),)
 
@@ -197,6 +221,7 @@ class PlanarJoint(JointBase):
     ``axis x ex`` (``axis x ey`` if the axis is near ex).
     """
 
+    translates = True
     coordinates = (("x", "position along e1", "m"), ("y", "position along e2", "m"),
                    ("theta", "angle about the axis", "rad"))
     speeds = (("vx", "velocity along e1", "m/s"), ("vy", "velocity along e2", "m/s"),
@@ -233,6 +258,8 @@ class PlanarJoint(JointBase):
 
 class FloatingJoint(JointBase):
     """Six degrees of freedom; orientation by a unit quaternion (see the module docstring)."""
+
+    translates = True
 
     coordinates = (("x", "position of the child origin along the joint frame's x", "m"),
                    ("y", "position of the child origin along the joint frame's y", "m"),

@@ -128,8 +128,10 @@ def _element_label(top: ET.Element) -> str:
 
 
 def _check_numbers(root: ET.Element, source: str) -> None:
-    """Every numeric attribute holds the right count of finite numbers."""
+    """Every numeric attribute of links, joints and components holds finite numbers."""
     for top in root:
+        if top.tag not in URDF_ELEMENTS | EXTENSION_ELEMENTS:
+            continue
         for element in top.iter():
             for attribute, count in NUMERIC_ATTRIBUTES.get(element.tag, {}).items():
                 raw = element.get(attribute)
@@ -147,7 +149,7 @@ def _check_numbers(root: ET.Element, source: str) -> None:
 
 
 def _check_joint_types(root: ET.Element, source: str) -> None:
-    for joint in root.iter("joint"):
+    for joint in root.findall("joint"):
         kind = joint.get("type")
         if kind not in JOINT_TYPES:
             raise URDFError(source, _element_label(joint),
@@ -159,7 +161,9 @@ def _parse_links_and_joints(root: ET.Element, source: str, warned: set[str]) -> 
     reduced = ET.Element("robot", root.attrib)
     reduced.extend(e for e in root if e.tag in URDF_ELEMENTS)
     previous = urdf_reflection.on_error
-    urdf_reflection.on_error = lambda message: _warn_once(warned, message, f"{source}: {message} (ignored)")
+    # 'Unknown attribute "D" in /robot/joint[...]': warn once per unknown name, not per joint.
+    urdf_reflection.on_error = lambda message: _warn_once(
+        warned, message.split(" in ")[0], f"{source}: {message} (ignored; said once per name)")
     try:
         return urdf_model.URDF.from_xml_string(ET.tostring(reduced, encoding="unicode"))
     except urdf_reflection.ParseError as err:

@@ -1,0 +1,121 @@
+"""Constraints at position, velocity and acceleration level, with redundant ones detected and
+dropped (seed 004: a loop closure or mimic set can hold more equations than independent ones).
+
+Redundancy is judged by rank at *generic* configurations: coordinates drawn from a seeded
+uniform distribution (angles in [-pi, pi], floating-base quaternions normalized), projected onto
+the position constraints by Gauss-Newton so the samples are feasible (rank at infeasible points can
+be higher than anywhere on the constraint manifold), at three such samples.  A constraint row that
+adds no rank at any sample is reported and dropped; one whose row is zero at every sample is
+reported as already satisfied.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sympy import Matrix, lambdify, zeros
+
+from mb_sim.model import FloatingJoint, Robot
+from mb_sim.symbolic.plain import PlainSymbols
+
+__all__ = ["ConstraintEquations", "derive_constraints", "GENERIC_SAMPLES", "RANK_TOLERANCE"]
+
+GENERIC_SAMPLES = 3
+RANK_TOLERANCE = 1e-9
+GENERIC_SEED = 4004
+
+
+@dataclass
+class ConstraintEquations:
+    """Independent constraints: Phi(q) = 0, A(q) u + b = 0, A u' + c = 0."""
+
+    phi: Matrix
+    matrix: Matrix
+    bias: Matrix
+    acceleration_bias: Matrix
+    names: list[str]
+    report: list[str] = field(default_factory=list)
+
+
+def _constraint_names(robot: Robot) -> tuple[list[str], list[str]]:
+    """Who added each holonomic and nonholonomic constraint, for reports."""
+    holonomic, nonholonomic = [], []
+    for component in list(robot.walk())[1:]:
+        own = getattr(component, "_system", None)
+        if own is None:
+            continue
+        label = f"{type(component).__name__} '{component.name}'"
+        holonomic += [label] * len(own.holonomic_constraints)
+        nonholonomic += [label] * len(own.nonholonomic_constraints)
+    return holonomic, nonholonomic
+
+
+def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations:
+    """Constraint equations of `robot` with redundant rows removed (see the module docstring)."""
+    system, q, u = robot.system, Matrix(plain.q), Matrix(plain.u)
+    phi = plain.convert_matrix(Matrix(system.holonomic_constraints)) if system.holonomic_constraints else zeros(0, 1)
+    nonholonomic = (plain.convert_matrix(Matrix(system.nonholonomic_constraints))
+                    if system.nonholonomic_constraints else zeros(0, 1))
+    velocity = (phi.jacobian(q) * plain.qdot + phi.diff(plain.time)).col_join(nonholonomic)
+    if velocity.shape[0] == 0:
+        empty = zeros(0, 1)
+        return ConstraintEquations(empty, zeros(0, len(u)), empty, empty, [])
+    matrix = velocity.jacobian(u)
+    bias = velocity.xreplace({x: 0 for x in u})
+    holonomic_names, nonholonomic_names = _constraint_names(robot)
+    names = holonomic_names + nonholonomic_names
+    keep, report = _independent_rows(robot, plain, phi, matrix, names)
+    n_h = phi.shape[0]
+    matrix, bias = matrix.extract(keep, list(range(len(u)))), bias.extract(keep, [0])
+    acceleration_bias = (matrix * u + bias).jacobian(q) * plain.qdot + (matrix * u + bias).diff(plain.time)
+    phi = phi.extract([k for k in keep if k < n_h], [0]) if n_h else phi
+    return ConstraintEquations(phi, matrix, bias, acceleration_bias, [names[k] for k in keep], report)
+
+
+def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix) -> list[np.ndarray]:
+    """Seeded random configurations, projected onto Phi(q) = 0."""
+    rng = np.random.default_rng(GENERIC_SEED)
+    index = {dynamic: i for i, dynamic in enumerate(robot.system.q)}
+    parameters = robot.parameters
+    phi_num = lambdify([plain.q], phi.xreplace(parameters), "numpy")
+    jac_num = lambdify([plain.q], phi.jacobian(plain.q).xreplace(parameters), "numpy")
+    samples = []
+    for _ in range(GENERIC_SAMPLES):
+        q = rng.uniform(-np.pi, np.pi, len(plain.q))
+        for joint in robot.joints.values():
+            if isinstance(joint, FloatingJoint):
+                rotation = [index[c] for c in joint.q[3:]]
+                q[rotation] /= np.linalg.norm(q[rotation])
+        for _ in range(50 if phi.shape[0] else 0):
+            error = np.asarray(phi_num(q), dtype=float).ravel()
+            if np.linalg.norm(error) < 1e-12:
+                break
+            q = q - np.linalg.lstsq(np.asarray(jac_num(q), dtype=float), error, rcond=None)[0]
+        samples.append(q)
+    return samples
+
+
+def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, matrix: Matrix,
+                      names: list[str]) -> tuple[list[int], list[str]]:
+    """Rows of A kept (greedy by rank, in order) and a report on the rest."""
+    numeric = lambdify([plain.q], matrix.xreplace(robot.parameters), "numpy")
+    samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in _generic_configurations(robot, plain, phi)]
+    best_keep: list[int] = []
+    for A in samples:
+        keep: list[int] = []
+        for row in range(A.shape[0]):
+            trial = A[keep + [row]]
+            tolerance = RANK_TOLERANCE * max(1.0, np.abs(A).max())
+            if np.linalg.matrix_rank(trial, tol=tolerance) == len(keep) + 1:
+                keep.append(row)
+        if len(keep) > len(best_keep):
+            best_keep = keep
+    report = []
+    for row in range(matrix.shape[0]):
+        if row in best_keep:
+            continue
+        if all(np.abs(A[row]).max() == 0.0 for A in samples):
+            report.append(f"constraint {row} ({names[row]}) is already satisfied (zero row); dropped")
+        else:
+            report.append(f"constraint {row} ({names[row]}) is redundant with the others; dropped")
+    return best_keep, report

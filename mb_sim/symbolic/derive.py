@@ -1,0 +1,71 @@
+"""Derive a robot's equations of motion: Kane's method with temporaries, constraints, outputs."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from sympy import Matrix
+from sympy.physics.mechanics import dynamicsymbols
+
+from mb_sim.model import JointEffort, Robot
+from mb_sim.symbolic.constraints import derive_constraints
+from mb_sim.symbolic.equations import EquationsOfMotion
+from mb_sim.symbolic.kane import derive_kane
+from mb_sim.symbolic.plain import PlainSymbols
+from mb_sim.symbolic.temporaries import Temporaries
+
+__all__ = ["derive_equations", "joint_efforts"]
+
+
+def joint_efforts(robot: Robot) -> list:
+    """The effort inputs of the robot, in joint order."""
+    return [group.effort for joint in robot.joints.values() for group in joint.load_groups
+            if isinstance(group, JointEffort)]
+
+
+def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None) -> EquationsOfMotion:
+    """Equations of motion of `robot` (define steps already run) for the code generators.
+
+    `progress` receives one line per stage with the time spent so far.
+    """
+    start = time.perf_counter()
+
+    def report(stage: str) -> None:
+        if progress is not None:
+            progress(f"[{time.perf_counter() - start:6.2f} s] {robot.name}: {stage}")
+
+    system = robot.system
+    efforts = joint_efforts(robot)
+    report(f"{len(system.q)} coordinates, {len(system.u)} speeds, {len(efforts)} inputs")
+    plain = PlainSymbols(list(system.q), list(system.u), efforts, list(system.kdes))
+    temps = Temporaries()
+    report("Kane's equations, link by link")
+    kane = derive_kane(robot, plain, temps)
+    report(f"{len(temps)} temporaries; constraints")
+    constraints = derive_constraints(robot, plain)
+    for line in constraints.report:
+        report(line)
+    poses = Matrix([[*kane.links[name].rotation, *kane.links[name].position] for name in robot.links])
+    outputs = {
+        "mass_matrix": kane.mass_matrix,
+        "forcing": kane.forcing,
+        "qdot": plain.qdot,
+        "phi": constraints.phi,
+        "constraint_matrix": constraints.matrix,
+        "constraint_bias": constraints.bias,
+        "acceleration_bias": constraints.acceleration_bias,
+        "link_poses": poses,
+        "kinetic_energy": Matrix([kane.kinetic_energy]),
+        "potential_energy": Matrix([kane.potential_energy]),
+    }
+    parameters = robot.parameters
+    descriptions = {**{plain.plain(k): v for k, v in robot.descriptions.items() if k in plain._to_plain},
+                    **{k: v for k, v in robot.descriptions.items() if k in parameters},
+                    **temps.meanings}
+    report("done")
+    return EquationsOfMotion(
+        name=robot.name, q=plain.q, u=plain.u, inputs=plain.inputs, parameters=list(parameters),
+        parameter_values=list(parameters.values()), time=dynamicsymbols._t,
+        temporaries=temps.assignments, outputs=outputs, link_names=list(robot.links),
+        descriptions=descriptions,
+    )

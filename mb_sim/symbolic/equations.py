@@ -1,0 +1,72 @@
+"""The derived equations of motion of a robot, as the code generators consume them.
+
+All quantities are in terms of plain SymPy symbols (no functions of time): coordinates ``q``,
+speeds ``u``, ``inputs`` (joint efforts), ``parameters`` (values in ``parameter_values``) and time
+``time``.  ``temporaries`` are named intermediate quantities, in evaluation order: each right-hand
+side uses only the input symbols and earlier temporaries.  This keeps expression size near-linear
+in the number of bodies.
+
+Outputs (keys of ``outputs``; each a column or matrix of expressions in the symbols above and the
+temporaries):
+
+=====================  =============  ===========================================================
+name                   shape          meaning
+=====================  =============  ===========================================================
+``mass_matrix``        (n_u, n_u)     M(q), symmetric positive definite
+``forcing``            (n_u, 1)       F(q, u, inputs, t), so that M u' = F without constraints
+``qdot``               (n_q, 1)       kinematic differential equations solved: q' = qdot(q, u)
+``phi``                (n_h, 1)       holonomic constraint errors Phi(q) (0 when satisfied)
+``constraint_matrix``  (n_c, n_u)     A(q) of the velocity constraints A u + b = 0
+``constraint_bias``    (n_c, 1)       b(q, t)
+``acceleration_bias``  (n_c, 1)       c(q, u, t) so that the acceleration constraints read
+                                      A u' + c = 0
+``link_poses``         (n_links, 12)  world pose of each link frame: row-major rotation (9)
+                                      then position (3)
+``kinetic_energy``     (1, 1)         kinetic energy [J]
+``potential_energy``   (1, 1)         gravitational potential energy [J]
+=====================  =============  ===========================================================
+
+Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sympy import Expr, Matrix, Symbol
+
+__all__ = ["EquationsOfMotion", "OUTPUT_NAMES"]
+
+OUTPUT_NAMES = (
+    "mass_matrix", "forcing", "qdot", "phi", "constraint_matrix", "constraint_bias",
+    "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
+)
+
+
+@dataclass
+class EquationsOfMotion:
+    """Equations of motion of one robot (see the module docstring for the outputs)."""
+
+    name: str
+    q: list[Symbol]
+    u: list[Symbol]
+    inputs: list[Symbol]
+    parameters: list[Symbol]
+    parameter_values: list[float]
+    time: Symbol
+    temporaries: list[tuple[Symbol, Expr]]
+    outputs: dict[str, Matrix]
+    link_names: list[str] = field(default_factory=list)
+    descriptions: dict[Symbol, str] = field(default_factory=dict)
+
+    @property
+    def n_q(self) -> int:
+        return len(self.q)
+
+    @property
+    def n_u(self) -> int:
+        return len(self.u)
+
+    @property
+    def n_constraints(self) -> int:
+        """Number of (independent) velocity constraints."""
+        return self.outputs["constraint_matrix"].shape[0]

@@ -1,0 +1,231 @@
+"""Kane's method, link by link, with named temporaries.
+
+For each link (parents first) the recursion computes, in link-frame components: the world
+rotation R and origin position p, the angular velocity w and origin velocity v, their partial
+velocities with respect to every generalized speed (w_k, v_k), and the parts of the angular and
+origin accelerations that do not depend on u' (alpha_bias, a_bias).  With the joint's local
+kinematics (rotation E parent <- child, offset r, relative angular velocity w_rel, relative
+velocity v_rel), in components:
+
+    w       = E^T w_p + w_rel
+    v       = E^T (v_p + w_p x r + v_rel)
+    alpha_b = E^T alpha_b,p + dw_rel/dt|b + (E^T w_p) x w_rel
+    a_b     = E^T (a_b,p + alpha_b,p x r + w_p x (w_p x r) + 2 w_p x v_rel + dv_rel/dt|b)
+
+where ``|b`` means the derivative without its u' terms.  Kane's equations Fr + Fr* = 0 then
+give M u' = F with
+
+    M_kl = sum_i m_i vc_ik . vc_il + w_ik . I_i w_il
+    F_k  = sum_loads (v_Pk . f + w_k . tau) - sum_i m_i vc_ik . ac_b,i + w_ik . (I_i alpha_b,i + w_i x I_i w_i)
+
+(vc, ac: velocity and acceleration of the mass centre).  Every quantity becomes a temporary, so
+expression size grows with the number of links times the number of speeds above each link,
+not exponentially with depth as fully expanded expressions do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sympy import Expr, Matrix, Rational, S, eye, zeros
+from sympy.physics.mechanics import Force, Point, ReferenceFrame
+
+from mb_sim.model import Gravity, PrismaticJoint, Robot
+from mb_sim.symbolic.plain import PlainSymbols
+from mb_sim.symbolic.temporaries import Temporaries
+
+__all__ = ["LinkKinematics", "KaneEquations", "derive_kane"]
+
+ZERO3 = Matrix([0, 0, 0])
+
+
+@dataclass
+class LinkKinematics:
+    """Kinematic quantities of one link, all in link-frame components except R and p."""
+
+    rotation: Matrix  # world <- link
+    position: Matrix  # world coordinates of the link origin
+    angular_velocity: Matrix
+    velocity: Matrix
+    angular_partials: dict[int, Matrix] = field(default_factory=dict)
+    partials: dict[int, Matrix] = field(default_factory=dict)
+    angular_acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
+    acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
+    parent: str | None = None
+    rotation_from_parent: Matrix | None = None  # parent <- link
+
+
+@dataclass
+class KaneEquations:
+    """Mass matrix, forcing and per-link kinematics from :func:`derive_kane`."""
+
+    mass_matrix: Matrix
+    forcing: Matrix
+    links: dict[str, LinkKinematics]
+    kinetic_energy: Expr
+    potential_energy: Expr
+
+
+def _cross(a: Matrix, b: Matrix) -> Matrix:
+    return Matrix([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def _dot(a: Matrix, b: Matrix) -> Expr:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+class _Recursion:
+    """State shared by the steps of the derivation."""
+
+    def __init__(self, robot: Robot, plain: PlainSymbols, temps: Temporaries) -> None:
+        self.robot, self.plain, self.temps = robot, plain, temps
+        self.speed_index = {u: i for i, u in enumerate(robot.system.u)}
+        self.q_index = {q: i for i, q in enumerate(robot.system.q)}
+        self.links: dict[str, LinkKinematics] = {}
+        self.frames: dict[ReferenceFrame, tuple[str, Matrix]] = {}
+        self.points: dict[Point, tuple[str, Matrix]] = {}
+
+    # -- kinematics ---------------------------------------------------------------------------
+    def run_kinematics(self) -> None:
+        root = self.robot.root_link
+        self.links[root.name] = LinkKinematics(eye(3), ZERO3, ZERO3, ZERO3)
+        self.frames[self.robot.world_frame] = (root.name, eye(3))
+        self.points[self.robot.world_origin] = (root.name, ZERO3)
+        self._register_link(root)
+        for joint in self.robot.joints.values():
+            self._child_kinematics(joint)
+            self._register_link(joint.child)
+            parent = joint.parent
+            self.frames[joint.frame] = (parent.name, self.plain.convert_matrix(parent.frame.dcm(joint.frame)))
+            self.points[joint.point] = (parent.name, self.plain.convert_matrix(
+                joint.point.pos_from(parent.origin).to_matrix(parent.frame)))
+            if isinstance(joint, PrismaticJoint):
+                self.points[joint.reaction_point] = (parent.name, self.plain.convert_matrix(
+                    joint.reaction_point.pos_from(parent.origin).to_matrix(parent.frame)))
+
+    def _register_link(self, link) -> None:
+        self.frames[link.frame] = (link.name, eye(3))
+        self.points[link.origin] = (link.name, ZERO3)
+        if link.body is not None:
+            offset = link.body.masscenter.pos_from(link.origin).to_matrix(link.frame)
+            self.points[link.body.masscenter] = (link.name, self.plain.convert_matrix(offset))
+
+    def _rate_bias(self, expr: Matrix, joint) -> Matrix:
+        """d(expr)/dt without u' terms: through the joint's coordinates and explicit time."""
+        q_plain = [self.plain.plain(q) for q in joint.q]
+        qdot = Matrix([self.plain.qdot[self.q_index[q]] for q in joint.q])
+        bias = expr.jacobian(q_plain) * qdot if q_plain else zeros(*expr.shape)
+        return bias + expr.diff(self.plain.time)
+
+    def _child_kinematics(self, joint) -> None:
+        t, plain = self.temps, self.plain
+        name = joint.child.name
+        p = self.links[joint.parent.name]
+        E = t.matrix(plain.convert_matrix(joint.rotation()), f"rotation {joint.parent.name} <- {name}")
+        Et = E.T
+        r = plain.convert_matrix(joint.translation())
+        w_rel = plain.convert_matrix(joint.relative_angular_velocity())
+        v_rel = plain.convert_matrix(joint.relative_velocity())
+        w_p_here = t.matrix(Et * p.angular_velocity, f"parent angular velocity in {name}")
+        w = t.matrix(w_p_here + w_rel, f"angular velocity of {name}")
+        v = t.matrix(Et * (p.velocity + _cross(p.angular_velocity, r) + v_rel), f"velocity of {name} origin")
+        own_u = [plain.plain(u) for u in joint.u]
+        w_partials = {k: t.matrix(Et * wk, f"partial angular velocity of {name}")
+                      for k, wk in p.angular_partials.items()}
+        v_partials = {k: t.matrix(Et * (p.partials[k] + _cross(p.angular_partials[k], r)),
+                                  f"partial velocity of {name}") for k in p.partials}
+        for dynamic, u in zip(joint.u, own_u):
+            k = self.speed_index[dynamic]
+            w_partials[k] = t.matrix(w_rel.diff(u), f"partial angular velocity of {name}")
+            v_partials[k] = t.matrix(Et * v_rel.diff(u), f"partial velocity of {name}")
+        alpha_b = t.matrix(Et * p.angular_acceleration_bias + self._rate_bias(w_rel, joint)
+                           + _cross(w_p_here, w_rel), f"angular acceleration bias of {name}")
+        wp = p.angular_velocity
+        a_b = t.matrix(Et * (p.acceleration_bias + _cross(p.angular_acceleration_bias, r) + _cross(wp, _cross(wp, r))
+                             + 2 * _cross(wp, v_rel) + self._rate_bias(v_rel, joint)),
+                       f"acceleration bias of {name} origin")
+        R = t.matrix(p.rotation * E, f"world rotation of {name}")
+        position = t.matrix(p.position + p.rotation * r, f"world position of {name}")
+        self.links[name] = LinkKinematics(R, position, w, v, w_partials, v_partials, alpha_b, a_b,
+                                          joint.parent.name, E)
+
+    # -- loads --------------------------------------------------------------------------------
+    def in_link(self, components: Matrix, source: str, target: str) -> Matrix:
+        """Components in link `source`'s frame re-expressed in link `target`'s frame."""
+        if source == target:
+            return components
+        kin = self.links[target]
+        if kin.parent == source:
+            return kin.rotation_from_parent.T * components
+        return kin.rotation.T * (self.links[source].rotation * components)
+
+    def vector_in_link(self, vector, target: str) -> Matrix:
+        """A SymPy Vector's components in link `target`'s frame."""
+        total = ZERO3
+        for components, frame in vector.args:
+            if frame not in self.frames:
+                raise ValueError(f"load expressed in frame {frame}, which no link or joint owns")
+            link, dcm = self.frames[frame]
+            total = total + self.in_link(dcm * self.plain.convert_matrix(components), link, target)
+        return total
+
+    def generalized_active_forces(self, n_u: int) -> list[Expr]:
+        forces = [S.Zero] * n_u
+        for load in self.robot.system.loads:
+            if isinstance(load, Force):
+                if load.point not in self.points:
+                    raise ValueError(f"force on point {load.point}, which is not fixed in any link")
+                link, offset = self.points[load.point]
+                kin = self.links[link]
+                f = self.temps.matrix(self.vector_in_link(load.vector, link), f"force on {load.point}")
+                for k, vk in kin.partials.items():
+                    forces[k] += _dot(vk + _cross(kin.angular_partials[k], offset), f)
+            else:
+                if load.frame not in self.frames:
+                    raise ValueError(f"torque on frame {load.frame}, which no link owns")
+                link, _ = self.frames[load.frame]
+                kin = self.links[link]
+                tau = self.temps.matrix(self.vector_in_link(load.vector, link), f"torque on {load.frame}")
+                for k, wk in kin.angular_partials.items():
+                    forces[k] += _dot(wk, tau)
+        return forces
+
+
+def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEquations:
+    """M, F, energies and link kinematics of `robot` (define steps already run)."""
+    if len(robot.system.u_aux):
+        raise NotImplementedError("auxiliary speeds (noncontributing forces) are not derived yet")
+    rec = _Recursion(robot, plain, temps)
+    rec.run_kinematics()
+    n_u = len(robot.system.u)
+    forcing = rec.generalized_active_forces(n_u)
+    mass = zeros(n_u, n_u)
+    kinetic, potential = S.Zero, S.Zero
+    gravity = next((g.g for g in robot.load_groups if isinstance(g, Gravity)), S.Zero)
+    for name, link in robot.links.items():
+        if link.body is None:
+            continue
+        kin, t = rec.links[name], temps
+        m = link.body.mass
+        c = rec.points[link.body.masscenter][1]
+        inertia = plain.convert_matrix(link.body.central_inertia.to_matrix(link.frame))
+        w = kin.angular_velocity
+        Iw = t.matrix(inertia * w, f"inertia times angular velocity of {name}")
+        vc = t.matrix(kin.velocity + _cross(w, c), f"mass centre velocity of {name}")
+        ac_b = t.matrix(kin.acceleration_bias + _cross(kin.angular_acceleration_bias, c) + _cross(w, _cross(w, c)),
+                        f"mass centre acceleration bias of {name}")
+        h_b = t.matrix(inertia * kin.angular_acceleration_bias + _cross(w, Iw), f"inertia torque bias of {name}")
+        vc_k = {k: t.matrix(vk + _cross(kin.angular_partials[k], c), f"mass centre partial velocity of {name}")
+                for k, vk in kin.partials.items()}
+        Iw_k = {k: t.matrix(inertia * wk, f"inertia times partial angular velocity of {name}")
+                for k, wk in kin.angular_partials.items()}
+        for k in vc_k:
+            forcing[k] -= m * _dot(vc_k[k], ac_b) + _dot(kin.angular_partials[k], h_b)
+            for l in vc_k:
+                if l >= k:
+                    mass[k, l] += m * _dot(vc_k[k], vc_k[l]) + _dot(kin.angular_partials[k], Iw_k[l])
+        kinetic += Rational(1, 2) * (m * _dot(vc, vc) + _dot(w, Iw))
+        potential += m * gravity * (kin.position[2] + (kin.rotation * c)[2])
+    for k in range(n_u):
+        for l in range(k):
+            mass[k, l] = mass[l, k]
+    return KaneEquations(mass, Matrix(forcing), rec.links, kinetic, potential)

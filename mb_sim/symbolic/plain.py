@@ -1,0 +1,47 @@
+"""Replace functions of time (coordinates, speeds, inputs) by plain symbols for code generation,
+and derivatives of coordinates by the solved kinematic differential equations."""
+from __future__ import annotations
+
+from sympy import Basic, Derivative, Matrix, Symbol, linear_eq_to_matrix
+from sympy.core.function import AppliedUndef
+from sympy.physics.mechanics import dynamicsymbols, msubs
+
+__all__ = ["PlainSymbols"]
+
+
+def _plain_name(function: Basic) -> str:
+    return str(function).removesuffix("(t)")
+
+
+class PlainSymbols:
+    """Maps between a System's dynamic symbols and plain ``Symbol`` objects."""
+
+    def __init__(self, q: list, u: list, inputs: list, kdes: list) -> None:
+        self.time = dynamicsymbols._t
+        self.q = [Symbol(_plain_name(x), real=True) for x in q]
+        self.u = [Symbol(_plain_name(x), real=True) for x in u]
+        self.inputs = [Symbol(_plain_name(x), real=True) for x in inputs]
+        self._to_plain = dict(zip([*q, *u, *inputs], [*self.q, *self.u, *self.inputs]))
+        qdots = [x.diff(dynamicsymbols._t) for x in q]
+        coefficients, rhs = linear_eq_to_matrix(list(kdes), qdots)
+        solved = coefficients.LUsolve(rhs)
+        self._qdot_map = dict(zip(qdots, solved))
+        self.qdot = Matrix([self.convert(e) for e in solved])
+
+    def convert(self, expr: Basic) -> Basic:
+        """`expr` with q' replaced by the kinematic equations and functions of t by plain symbols."""
+        if expr.has(Derivative):
+            expr = msubs(expr, self._qdot_map)
+        expr = expr.xreplace(self._to_plain)
+        leftover = expr.atoms(AppliedUndef, Derivative)
+        if leftover:
+            raise ValueError(f"unknown functions of time {sorted(map(str, leftover))} in the equations of motion")
+        return expr
+
+    def convert_matrix(self, matrix: Matrix) -> Matrix:
+        """Element-wise :meth:`convert`."""
+        return matrix.applyfunc(self.convert)
+
+    def plain(self, dynamic: Basic) -> Symbol:
+        """The plain symbol of a coordinate, speed or input."""
+        return self._to_plain[dynamic]
