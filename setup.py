@@ -23,6 +23,7 @@ TEST_DEPENDENCIES = [
     "catkin-pkg>=1.0",
     "colcon-common-extensions>=0.3",
     "pin>=3.0",
+    "example-robot-data>=4.0",
 ]
 
 setup(

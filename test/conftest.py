@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # test helper modules
 
 # Before rclpy is imported anywhere: a private DDS domain per run, localhost only, so parallel
 # runs and other ROS 2 systems on the machine cannot cross-talk with the tests.  Subprocesses

@@ -68,10 +68,12 @@ class AuxiliaryDataHandler:
         if not self.noncontributing_forces:
             return
         frame = self.inertial_frame
-        for point in self._position_tree_parents():
-            extra = self.get_auxiliary_velocity(point)
-            if extra != Vector(0):
-                point.set_vel(frame, point.vel(frame) + extra)
+        extras = {point: self.get_auxiliary_velocity(point) for point in self._position_tree_parents()}
+        extras = {point: extra for point, extra in extras.items() if extra != Vector(0)}
+        # Velocities without the auxiliary parts first: each may be derived from its neighbours'.
+        velocities = {point: point.vel(frame) for point in extras}
+        for point, extra in extras.items():
+            point.set_vel(frame, velocities[point] + extra)
         system.add_auxiliary_speeds(*[f.speed for f in self.noncontributing_forces])
 
     def apply_noncontributing_forces(self, system: System) -> None:

@@ -137,19 +137,34 @@ class ComponentBase:
             component._auxiliary_handler = handler
 
 
+def _new(existing, items) -> list:
+    """Items not already present, compared by identity (SymPy's Vector equality is costly)."""
+    seen = {id(x) for x in existing}
+    return [x for x in items if id(x) not in seen]
+
+
 def _merge(into: System, child: System) -> None:
     """Add everything of `child`'s system that `into` does not have yet."""
-    for independent, coordinates, speeds in ((True, child.q_ind, child.u_ind), (False, child.q_dep, child.u_dep)):
-        into.add_coordinates(*[q for q in coordinates if q not in into.q], independent=independent)
-        into.add_speeds(*[u for u in speeds if u not in into.u], independent=independent)
-    into.add_auxiliary_speeds(*[u for u in child.u_aux if u not in into.u_aux])
-    into.add_kdes(*[k for k in child.kdes if k not in into.kdes])
-    into.add_bodies(*[b for b in child.bodies if b not in into.bodies])
-    into.add_loads(*[load for load in child.loads if load not in into.loads])
-    into.add_actuators(*[a for a in child.actuators if a not in into.actuators])
-    into.add_holonomic_constraints(*[c for c in child.holonomic_constraints if c not in into.holonomic_constraints])
-    into.add_nonholonomic_constraints(
-        *[c for c in child.nonholonomic_constraints if c not in into.nonholonomic_constraints])
+    if into is child:
+        return
+    additions = (
+        (into.add_coordinates, [q for q in child.q_ind if q not in into.q], {"independent": True}),
+        (into.add_coordinates, [q for q in child.q_dep if q not in into.q], {"independent": False}),
+        (into.add_speeds, [u for u in child.u_ind if u not in into.u], {"independent": True}),
+        (into.add_speeds, [u for u in child.u_dep if u not in into.u], {"independent": False}),
+        (into.add_auxiliary_speeds, [u for u in child.u_aux if u not in into.u_aux], {}),
+        (into.add_kdes, [k for k in child.kdes if k not in into.kdes], {}),
+        (into.add_bodies, _new(into.bodies, child.bodies), {}),
+        (into.add_loads, _new(into.loads, child.loads), {}),
+        (into.add_actuators, _new(into.actuators, child.actuators), {}),
+        (into.add_holonomic_constraints,
+         [c for c in child.holonomic_constraints if c not in into.holonomic_constraints], {}),
+        (into.add_nonholonomic_constraints,
+         [c for c in child.nonholonomic_constraints if c not in into.nonholonomic_constraints], {}),
+    )
+    for add, items, options in additions:
+        if items:  # System's add_* re-parse everything even when given nothing
+            add(*items, **options)
 
 
 class _TreeComponent(ComponentBase):

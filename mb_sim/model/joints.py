@@ -1,5 +1,9 @@
 """URDF joints as connections between a parent and a child link.
 
+Each joint defines the child's kinematics relative to the parent link: orientation, position,
+angular velocity and velocity in the parent frame.  Inertial velocities follow from these (SymPy
+derives them on request); the symbolic core composes the relative quantities link by link.
+
 Frames follow URDF: the joint frame J sits in the parent link frame at the origin's ``xyz``,
 rotated by its fixed-axis ``rpy``; at zero coordinates the child link frame coincides with J.
 
@@ -109,9 +113,8 @@ class JointBase(ConnectionBase):
         self.frame.set_ang_vel(parent.frame, 0)
         x, y, z = self._offset
         self.point.set_pos(parent.origin, x * parent.frame.x + y * parent.frame.y + z * parent.frame.z)
-        inertial = self.auxiliary_handler.inertial_frame
-        self.point.v2pt_theory(parent.origin, inertial, parent.frame)
-        self._place_child(inertial)
+        self.point.set_vel(parent.frame, 0)
+        self._place_child()
         independent = not self.is_mimic
         self.system.add_coordinates(*self.q, independent=independent)
         self.system.add_speeds(*self.u, independent=independent)
@@ -121,7 +124,8 @@ class JointBase(ConnectionBase):
         """Kinematic differential equations (``q' - u`` unless the joint says otherwise)."""
         return [qi.diff(dynamicsymbols._t) - ui for qi, ui in zip(self.q, self.u)]
 
-    def _place_child(self, inertial: ReferenceFrame) -> None:
+    def _place_child(self) -> None:
+        """Orient the child frame in J, position its origin, set relative velocities."""
         raise NotImplementedError
 
     def _define_constraints(self) -> None:
@@ -162,12 +166,12 @@ class JointBase(ConnectionBase):
 class FixedJoint(JointBase):
     """Rigidly attaches the child link to the parent link."""
 
-    def _place_child(self, inertial: ReferenceFrame) -> None:
+    def _place_child(self) -> None:
         child = self.child
         child.frame.orient_axis(self.frame, self.frame.z, 0)
         child.frame.set_ang_vel(self.frame, 0)
         child.origin.set_pos(self.point, 0)
-        child.origin.v2pt_theory(self.parent.origin, inertial, self.parent.frame)
+        child.origin.set_vel(self.parent.frame, 0)
 
 
 class RevoluteJoint(JointBase):
@@ -176,13 +180,13 @@ class RevoluteJoint(JointBase):
     coordinates = (("q", "angle about the axis", "rad"),)
     speeds = (("u", "angular rate about the axis", "rad/s"),)
 
-    def _place_child(self, inertial: ReferenceFrame) -> None:
+    def _place_child(self) -> None:
         child = self.child
         self.axis = self._axis_vector()
         child.frame.orient_axis(self.frame, self.axis, self.q[0])
         child.frame.set_ang_vel(self.frame, self.u[0] * self.axis)
         child.origin.set_pos(self.point, 0)
-        child.origin.v2pt_theory(self.parent.origin, inertial, self.parent.frame)
+        child.origin.set_vel(self.parent.frame, 0)
 
     def generalized_force_loads(self, effort: Basic) -> list:
         return [Torque(self.child.frame, effort * self.axis), Torque(self.parent.frame, -effort * self.axis)]
@@ -196,18 +200,17 @@ class PrismaticJoint(JointBase):
     coordinates = (("q", "displacement along the axis", "m"),)
     speeds = (("u", "rate of displacement along the axis", "m/s"),)
 
-    def _place_child(self, inertial: ReferenceFrame) -> None:
+    def _place_child(self) -> None:
         child = self.child
         self.axis = self._axis_vector()
         child.frame.orient_axis(self.frame, self.frame.z, 0)
         child.frame.set_ang_vel(self.frame, 0)
         child.origin.set_pos(self.point, self.q[0] * self.axis)
         child.origin.set_vel(self.parent.frame, self.u[0] * self.axis)
-        child.origin.v1pt_theory(self.parent.origin, inertial, self.parent.frame)
         # The parent's material point under the child origin: where the reaction acts.
         self.reaction_point = Point(self._add_prefix("reaction_point"))
         self.reaction_point.set_pos(child.origin, 0)
-        self.reaction_point.v2pt_theory(self.parent.origin, inertial, self.parent.frame)
+        self.reaction_point.set_vel(self.parent.frame, 0)
 
     def generalized_force_loads(self, effort: Basic) -> list:
         return [Force(self.child.origin, effort * self.axis), Force(self.reaction_point, -effort * self.axis)]
@@ -244,7 +247,7 @@ class PlanarJoint(JointBase):
         to_vector = lambda v: float(v[0]) * J.x + float(v[1]) * J.y + float(v[2]) * J.z  # noqa: E731
         return to_vector(axis), to_vector(e1), to_vector(e2)
 
-    def _place_child(self, inertial: ReferenceFrame) -> None:
+    def _place_child(self) -> None:
         child = self.child
         self.axis, e1, e2 = self._plane_basis()
         x, y, theta = self.q
@@ -253,7 +256,6 @@ class PlanarJoint(JointBase):
         child.frame.set_ang_vel(self.frame, w * self.axis)
         child.origin.set_pos(self.point, x * e1 + y * e2)
         child.origin.set_vel(self.parent.frame, vx * e1 + vy * e2)
-        child.origin.v1pt_theory(self.parent.origin, inertial, self.parent.frame)
 
 
 class FloatingJoint(JointBase):
@@ -275,7 +277,7 @@ class FloatingJoint(JointBase):
               ("wy", "angular velocity about the child frame's y", "rad/s"),
               ("wz", "angular velocity about the child frame's z", "rad/s"))
 
-    def _place_child(self, inertial: ReferenceFrame) -> None:
+    def _place_child(self) -> None:
         child, J = self.child, self.frame
         x, y, z, qw, qx, qy, qz = self.q
         vx, vy, vz, wx, wy, wz = self.u
@@ -283,7 +285,6 @@ class FloatingJoint(JointBase):
         child.frame.set_ang_vel(J, wx * child.frame.x + wy * child.frame.y + wz * child.frame.z)
         child.origin.set_pos(self.point, x * J.x + y * J.y + z * J.z)
         child.origin.set_vel(self.parent.frame, vx * J.x + vy * J.y + vz * J.z)
-        child.origin.v1pt_theory(self.parent.origin, inertial, self.parent.frame)
 
     def _kdes(self) -> list:
         t = dynamicsymbols._t

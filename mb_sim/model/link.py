@@ -67,4 +67,4 @@ class RigidLink(ModelBase):
             return
         com = self._com
         self.body.masscenter.set_pos(self.origin, com[0] * self.frame.x + com[1] * self.frame.y + com[2] * self.frame.z)
-        self.body.masscenter.v2pt_theory(self.origin, self.auxiliary_handler.inertial_frame, self.frame)
+        self.body.masscenter.set_vel(self.frame, 0)

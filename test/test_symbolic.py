@@ -1,0 +1,72 @@
+"""The symbolic core: constraint levels, redundancy detection, kinematic equations, printing."""
+from __future__ import annotations
+
+from sympy import Matrix, cos, simplify, sin
+
+from mb_sim import load_urdf
+from mb_sim.model import LoadGroupBase, RevoluteJoint, build_robot
+from mb_sim.symbolic import derive_equations
+from mb_sim.symbolic.printing import format_equations
+from mb_sim.urdf import parse_urdf
+
+
+def test_mimic_constraint_at_every_level(repo):
+    eom = derive_equations(load_urdf(repo / "test" / "urdf" / "kinematic_zoo.urdf"))
+    names = [str(q) for q in eom.q]
+    shoulder, finger = names.index("shoulder_q"), names.index("finger_joint_q")
+    (phi,) = eom.outputs["phi"]
+    multiplier = next(p for p in eom.parameters if str(p) == "finger_joint_mimic_multiplier")
+    offset = next(p for p in eom.parameters if str(p) == "finger_joint_mimic_offset")
+    assert simplify(phi - (eom.q[finger] - multiplier * eom.q[shoulder] - offset)) == 0
+    expected_row = [0] * eom.n_u
+    expected_row[shoulder], expected_row[finger] = -multiplier, 1
+    assert eom.outputs["constraint_matrix"] == Matrix([expected_row])
+    assert eom.outputs["constraint_bias"] == Matrix([0])
+    assert eom.outputs["acceleration_bias"] == Matrix([0])
+
+
+class ExtraConstraints(LoadGroupBase):
+    """Adds a redundant copy of the mimic constraint and one that always holds."""
+
+    required_parent_type = RevoluteJoint
+
+    def _define_constraints(self) -> None:
+        finger, shoulder = self.parent.q[0], self.parent.mimicked.q[0]
+        self.system.add_holonomic_constraints(2 * (finger + shoulder / 2 - 0.1),
+                                              sin(shoulder) ** 2 + cos(shoulder) ** 2 - 1)
+
+
+def test_redundant_and_satisfied_constraints_are_reported_and_dropped(repo):
+    robot = build_robot(parse_urdf(repo / "test" / "urdf" / "kinematic_zoo.urdf"))
+    robot.joints["finger_joint"].add_load_group(ExtraConstraints("extra"))
+    robot.define_all()
+    assert len(robot.system.holonomic_constraints) == 3
+    lines = []
+    eom = derive_equations(robot, progress=lines.append)
+    assert eom.n_constraints == 1 and eom.outputs["phi"].shape == (1, 1)
+    text = "\n".join(lines)
+    assert "constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others; dropped" in text
+    assert "constraint 2 (RevoluteJoint 'finger_joint') is already satisfied (zero row); dropped" in text
+
+
+def test_quaternion_kinematics_keep_the_norm(repo):
+    eom = derive_equations(load_urdf(repo / "urdf" / "free_body.urdf"))
+    quaternion, rates = Matrix(eom.q[3:]), eom.outputs["qdot"][3:, 0]
+    assert simplify(quaternion.dot(rates)) == 0
+
+
+def test_progress_is_reported_per_stage(repo):
+    lines = []
+    derive_equations(load_urdf(repo / "urdf" / "arm6.urdf"), progress=lines.append)
+    assert any("Kane's equations" in line for line in lines)
+    assert lines[-1].endswith("arm6: done") and lines[0].startswith("[")
+
+
+def test_printed_equations_describe_every_symbol(repo):
+    eom = derive_equations(load_urdf(repo / "urdf" / "double_pendulum.urdf"))
+    text = format_equations(eom)
+    for symbol in [*eom.q, *eom.u, *eom.inputs, *eom.parameters]:
+        line = next(line for line in text.splitlines() if line.startswith(f"  {symbol}"))
+        assert line.split(": ", 1)[1], f"{symbol} printed without a description"
+    assert "Mass matrix M(q):" in text and "\\frac" not in text
+    assert "\\left[" in format_equations(eom, style="latex")
