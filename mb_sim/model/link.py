@@ -16,7 +16,8 @@ _INERTIA_ENTRIES = (("ixx", 0, 0), ("iyy", 1, 1), ("izz", 2, 2), ("ixy", 0, 1), 
 class RigidLink(ModelBase):
     """A link: frame and origin as URDF defines them, and a rigid body if it has mass.
 
-    Mass properties are parameters: mass ``m``, centre of mass ``com_x/y/z`` in the link frame and
+    ``com`` (centre of mass, link-frame components) and ``inertia_matrix`` (about the centre of
+    mass, link-frame axes) hold the mass properties as matrices.  Mass properties are parameters: mass ``m``, centre of mass ``com_x/y/z`` in the link frame and
     the inertia tensor about the centre of mass in link-frame axes (``ixx`` ... ``ixz``); entries
     that are exactly zero in the URDF are exact zeros.  A massless link has no body: it only
     carries a frame (a sensor mount, a tool frame, the world).
@@ -29,6 +30,8 @@ class RigidLink(ModelBase):
         self.frame: ReferenceFrame | None = None
         self.origin: Point | None = None
         self.body: RigidBody | None = None
+        self.com: Matrix = Matrix([0, 0, 0])
+        self.inertia_matrix: Matrix = Matrix.zeros(3, 3)
 
     @property
     def descriptions(self) -> dict[Basic, str]:
@@ -50,13 +53,15 @@ class RigidLink(ModelBase):
         props = self.link_description.inertial
         d = self._descriptions
         mass = parameter(self, "m", props.mass, f"mass of link '{self.name}' [kg]", d)
-        self._com = Matrix([parameter(self, f"com_{axis}", value,
+        self.com = Matrix([parameter(self, f"com_{axis}", value,
                                       f"centre of mass of link '{self.name}' along its frame's {axis} axis [m]", d)
                             for axis, value in zip("xyz", props.com)])
         entries = {key: parameter(self, key, props.inertia[i, j],
                                   f"inertia {key} of link '{self.name}' about its centre of mass, "
                                   f"link-frame axes [kg m^2]", d)
                    for key, i, j in _INERTIA_ENTRIES}
+        for key, i, j in _INERTIA_ENTRIES:
+            self.inertia_matrix[i, j] = self.inertia_matrix[j, i] = entries[key]
         masscenter = Point(self._add_prefix("masscenter"))
         dyadic = inertia(self.frame, *(entries[k] for k, _, _ in _INERTIA_ENTRIES))
         self.body = RigidBody(self._add_prefix("body"), masscenter, self.frame, mass, (dyadic, masscenter))
@@ -65,6 +70,6 @@ class RigidLink(ModelBase):
     def _define_kinematics(self) -> None:
         if self.body is None:
             return
-        com = self._com
+        com = self.com
         self.body.masscenter.set_pos(self.origin, com[0] * self.frame.x + com[1] * self.frame.y + com[2] * self.frame.z)
         self.body.masscenter.set_vel(self.frame, 0)

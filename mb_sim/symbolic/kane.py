@@ -106,8 +106,7 @@ class _Recursion:
         self.frames[link.frame] = (link.name, eye(3))
         self.points[link.origin] = (link.name, ZERO3)
         if link.body is not None:
-            offset = link.body.masscenter.pos_from(link.origin).to_matrix(link.frame)
-            self.points[link.body.masscenter] = (link.name, self.plain.convert_matrix(offset))
+            self.points[link.body.masscenter] = (link.name, link.com)
 
     def _rate_bias(self, expr: Matrix, joint) -> Matrix:
         """d(expr)/dt without u' terms: through the joint's coordinates and explicit time."""
@@ -207,7 +206,7 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
         kin, t = rec.links[name], temps
         m = link.body.mass
         c = rec.points[link.body.masscenter][1]
-        inertia = plain.convert_matrix(link.body.central_inertia.to_matrix(link.frame))
+        inertia = link.inertia_matrix
         w = kin.angular_velocity
         Iw = t.matrix(inertia * w, f"inertia times angular velocity of {name}")
         vc = t.matrix(kin.velocity + _cross(w, c), f"mass centre velocity of {name}")

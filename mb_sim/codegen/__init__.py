@@ -1,0 +1,53 @@
+"""Code generation: equations of motion -> fast numeric models (C via ctypes, or NumPy).
+
+``compile_model(eom)`` generates one C99 file for the model, compiles it with the system C
+compiler into a disk cache (``~/.cache/mb_sim``, or ``$MB_SIM_CACHE_DIR``) and loads it; with
+``backend="numpy"`` it builds the same functions with NumPy instead, for machines without a
+compiler.  Both return a model with ``evaluate``, ``forward_dynamics`` and ``rk4``.
+"""
+from __future__ import annotations
+
+import os
+
+from mb_sim.codegen.c_source import GENERATOR_VERSION, generate_c_source
+from mb_sim.codegen.compiled import CompiledModel
+from mb_sim.codegen.errors import CodegenError, FactorizationError
+from mb_sim.codegen.numeric_model import NumericModel
+from mb_sim.codegen.numpy_backend import NumpyModel
+from mb_sim.codegen.pipeline import load_numeric_model
+from mb_sim.codegen.progress import Progress
+from mb_sim.symbolic.equations import EquationsOfMotion
+
+__all__ = [
+    "compile_model", "load_numeric_model", "generate_c_source", "CompiledModel", "NumpyModel", "NumericModel",
+    "CodegenError", "FactorizationError", "GENERATOR_VERSION",
+]
+
+
+def compile_model(
+    eom: EquationsOfMotion, backend: str = "c", cache_dir: str | os.PathLike | None = None,
+    progress: Progress = None,
+) -> NumericModel:
+    """A numeric model of `eom`: compiled C (``backend="c"``) or NumPy (``backend="numpy"``).
+
+    Parameters
+    ----------
+    eom
+        The equations of motion.
+    backend
+        ``"c"`` (fast; needs a C compiler unless the model is cached) or ``"numpy"``.
+    cache_dir
+        Where compiled models are kept (default ``$MB_SIM_CACHE_DIR`` or ``~/.cache/mb_sim``).
+    progress
+        Called with a message at each long step (generating, compiling, loading).
+
+    Raises
+    ------
+    CodegenError
+        The model's outputs are malformed, or (C) no compiler is found or compiling fails.
+    """
+    if backend == "c":
+        return CompiledModel(eom, cache_dir, progress)
+    if backend == "numpy":
+        return NumpyModel(eom, progress)
+    raise ValueError(f"unknown backend {backend!r}: use 'c' or 'numpy'")

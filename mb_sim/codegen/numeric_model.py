@@ -1,0 +1,128 @@
+"""What both backends share: dimensions, default parameters, work buffers, the public methods.
+
+A backend implements three in-place methods on ``buffers`` that allocate nothing per call (the
+simulator's fast path): ``evaluate_into``, ``forward_dynamics_into`` and ``rk4_into``.  The public
+methods copy their arguments into the buffers, call those and return copies.  Models are not
+thread-safe: every call shares the model's buffers.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from mb_sim.codegen.errors import CodegenError
+from mb_sim.codegen.layout import OutputLayout
+from mb_sim.symbolic.equations import EquationsOfMotion
+
+__all__ = ["Buffers", "NumericModel"]
+
+
+@dataclass(frozen=True, eq=False)
+class Buffers:
+    """The float64, C-contiguous work arrays of a model, allocated once and never replaced.
+
+    Write ``q, u, inputs, params`` in place (``buffers.q[:] = ...``); results appear in ``out``
+    (flat outputs, see ``NumericModel.layout``), ``qdot`` and ``udot``.
+    """
+
+    q: np.ndarray
+    u: np.ndarray
+    inputs: np.ndarray
+    params: np.ndarray
+    out: np.ndarray
+    qdot: np.ndarray
+    udot: np.ndarray
+
+
+class NumericModel(ABC):
+    """Numeric evaluation and integration of one model's equations of motion.
+
+    Attributes
+    ----------
+    name, link_names
+        As in the equations of motion.
+    n_q, n_u, n_inputs, n_params, n_constraints
+        Dimensions.
+    parameter_values
+        Default parameters (read-only), used when a method gets ``params=None``.
+    layout
+        Offsets and shapes of the outputs in ``buffers.out``.
+    buffers
+        The work arrays (see :class:`Buffers`).
+    """
+
+    def __init__(self, eom: EquationsOfMotion):
+        if len(eom.parameter_values) != len(eom.parameters):
+            raise CodegenError(f"model {eom.name!r}: {len(eom.parameter_values)} parameter values "
+                               f"for {len(eom.parameters)} parameters")
+        self.name = eom.name
+        self.link_names = list(eom.link_names)
+        self.n_q, self.n_u, self.n_constraints = eom.n_q, eom.n_u, eom.n_constraints
+        self.n_inputs, self.n_params = len(eom.inputs), len(eom.parameters)
+        self.layout = OutputLayout.from_equations(eom)
+        self.parameter_values = np.array(eom.parameter_values, dtype=float)
+        self.parameter_values.setflags(write=False)
+        sizes = {"q": self.n_q, "u": self.n_u, "inputs": self.n_inputs, "params": self.n_params,
+                 "out": self.layout.size, "qdot": self.n_q, "udot": self.n_u}
+        self.buffers = Buffers(**{name: np.zeros(n) for name, n in sizes.items()})
+        self.buffers.params[:] = self.parameter_values
+
+    def evaluate(self, q, u, inputs, params=None, t: float = 0.0) -> dict[str, np.ndarray]:
+        """All outputs at the given state, shaped as in the equations of motion."""
+        self._load(q, u, inputs, params)
+        self.evaluate_into(t)
+        return self.layout.unpack(self.buffers.out)
+
+    def forward_dynamics(
+        self, q, u, inputs, params=None, t: float = 0.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(q', u')`` at the given state.
+
+        Raises
+        ------
+        FactorizationError
+            M (or, with constraints, A M^-1 A^T) is not positive definite at this state.
+        """
+        self._load(q, u, inputs, params)
+        self.forward_dynamics_into(t)
+        return self.buffers.qdot.copy(), self.buffers.udot.copy()
+
+    def rk4(
+        self, q, u, inputs, dt: float, n_steps: int, params=None, t: float = 0.0,
+    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(q, u, t)`` after `n_steps` fixed RK4 steps of `dt`, inputs held constant.
+
+        Raises
+        ------
+        FactorizationError
+            As :meth:`forward_dynamics`; its ``t`` is the start of the failing step.
+        """
+        self._load(q, u, inputs, params)
+        t = self.rk4_into(dt, n_steps, t)
+        return self.buffers.q.copy(), self.buffers.u.copy(), t
+
+    @abstractmethod
+    def evaluate_into(self, t: float = 0.0) -> None:
+        """All outputs at the state in ``buffers`` into ``buffers.out``."""
+
+    @abstractmethod
+    def forward_dynamics_into(self, t: float = 0.0) -> None:
+        """``q', u'`` at the state in ``buffers`` into ``buffers.qdot, buffers.udot``.
+
+        Raises FactorizationError as :meth:`forward_dynamics`.
+        """
+
+    @abstractmethod
+    def rk4_into(self, dt: float, n_steps: int, t: float = 0.0) -> float:
+        """Advance ``buffers.q, buffers.u`` by `n_steps` RK4 steps from `t`; the time reached.
+
+        On a FactorizationError the buffers hold the state at the start of the failing step.
+        """
+
+    def _load(self, q, u, inputs, params) -> None:
+        """Copy arguments into the buffers; ``params=None`` means the default parameters."""
+        b = self.buffers
+        b.q[:], b.u[:], b.inputs[:] = q, u, inputs
+        b.params[:] = self.parameter_values if params is None else params

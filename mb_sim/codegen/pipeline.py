@@ -1,0 +1,94 @@
+"""From a robot model to a numeric model, through the disk cache keyed by the robot's topology.
+
+A cache hit needs no derivation and no code generation: the index entry
+``<robot>-<topology key>.model.json`` names the generated C (kept in the cache) and records the
+equations' header (symbol names, output shapes), and the library is loaded and verified as
+``compile_model`` does.  Parameter values always come from the robot at hand.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+from sympy import Matrix, Symbol
+from sympy.physics.mechanics import dynamicsymbols
+
+from mb_sim.codegen.c_source import GENERATOR_VERSION
+from mb_sim.codegen.cache import cache_directory
+from mb_sim.codegen.compiled import CompiledModel
+from mb_sim.codegen.errors import CodegenError
+from mb_sim.codegen.numeric_model import NumericModel
+from mb_sim.codegen.numpy_backend import NumpyModel
+from mb_sim.codegen.progress import Progress, report
+from mb_sim.model import Robot
+from mb_sim.symbolic import EquationsOfMotion, derive_equations
+from mb_sim.symbolic.signature import topology_key
+
+__all__ = ["load_numeric_model"]
+
+
+def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.PathLike | None = None,
+                       progress: Progress = None) -> NumericModel:
+    """The numeric model of `robot`: from the cache when its topology was compiled before.
+
+    ``backend="numpy"`` always derives (nothing to cache but the derivation).
+    """
+    if backend == "numpy":
+        return NumpyModel(derive_equations(robot, progress), progress)
+    if backend != "c":
+        raise ValueError(f"unknown backend {backend!r}: use 'c' or 'numpy'")
+    directory = cache_directory(cache_dir)
+    index = directory / f"{_safe(robot.name)}-{topology_key(robot)[:24]}-g{GENERATOR_VERSION}.model.json"
+    cached = _load_cached(robot, index, directory, progress)
+    if cached is not None:
+        return cached
+    eom = derive_equations(robot, progress)
+    model = CompiledModel(eom, directory, progress)
+    _write_index(index, eom, model.library_path.with_suffix(".c"))
+    return model
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "robot"
+
+
+def _header(eom: EquationsOfMotion) -> dict:
+    return {
+        "name": eom.name, "q": [str(s) for s in eom.q], "u": [str(s) for s in eom.u],
+        "inputs": [str(s) for s in eom.inputs], "parameters": [str(s) for s in eom.parameters],
+        "link_names": eom.link_names,
+        "shapes": {name: list(matrix.shape) for name, matrix in eom.outputs.items()},
+    }
+
+
+def _write_index(index: Path, eom: EquationsOfMotion, source: Path) -> None:
+    """Atomically write the index entry (temporary file in the same directory, then replace)."""
+    data = json.dumps({"source": source.name, "header": _header(eom)}, indent=1)
+    temporary = index.with_name(f".{index.name}.{os.getpid()}.{secrets.token_hex(6)}")
+    temporary.write_text(data)
+    os.replace(temporary, index)
+
+
+def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress) -> NumericModel | None:
+    """The cached model, or None (missing, unreadable or inconsistent entries are rebuilt)."""
+    try:
+        entry = json.loads(index.read_text())
+        source = (directory / entry["source"]).read_text()
+        header = entry["header"]
+        values = robot.parameters
+        if header["parameters"] != [str(p) for p in values]:
+            return None
+        eom = EquationsOfMotion(
+            name=header["name"], q=[Symbol(n) for n in header["q"]], u=[Symbol(n) for n in header["u"]],
+            inputs=[Symbol(n) for n in header["inputs"]], parameters=list(values),
+            parameter_values=list(values.values()), time=dynamicsymbols._t, temporaries=[],
+            outputs={name: Matrix.zeros(*shape) for name, shape in header["shapes"].items()},
+            link_names=header["link_names"],
+        )
+        model = CompiledModel(eom, directory, progress, source=source)
+    except (OSError, ValueError, KeyError, TypeError, CodegenError):
+        return None
+    report(progress, f"{robot.name}: loaded from the cache ({index.name})")
+    return model

@@ -1,0 +1,53 @@
+"""A fingerprint of everything the derivation reads from a robot model, so derived and compiled
+equations can be found again without deriving: the model's topology and its exact structural
+values, the names and order of coordinates, speeds, inputs and parameters; never parameter
+values (those are passed at run time)."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import sympy
+from sympy.physics.mechanics import Force
+
+from mb_sim.model import Robot
+from mb_sim.symbolic.derive import joint_efforts
+
+__all__ = ["topology_signature", "topology_key", "DERIVATION_VERSION"]
+
+#: Bump when the derivation changes what it produces for the same model.
+DERIVATION_VERSION = "1"
+
+
+def _vector_terms(vector) -> list[str]:
+    return [f"{frame.name}:{components}" for components, frame in vector.args]
+
+
+def topology_signature(robot: Robot) -> dict:
+    """The derivation's inputs as plain data (strings of small local expressions)."""
+    system = robot.system
+    joints = [{
+        "name": j.name, "type": type(j).__name__, "parent": j.parent.name, "child": j.child.name,
+        "rotation": str(j.rotation()), "translation": str(j.translation()),
+        "angular_velocity": str(j.relative_angular_velocity()), "velocity": str(j.relative_velocity()),
+    } for j in robot.joints.values()]
+    links = [{
+        "name": name, "mass": str(link.body.mass), "masscenter": str(link.com), "inertia": str(link.inertia_matrix),
+    } if link.body is not None else {"name": name} for name, link in robot.links.items()]
+    loads = [{"on": str(load.location), "kind": "force" if isinstance(load, Force) else "torque",
+              "vector": _vector_terms(load.vector)} for load in system.loads]
+    return {
+        "derivation": DERIVATION_VERSION, "sympy": sympy.__version__, "root": robot.root_link.name,
+        "q": [str(q) for q in system.q], "u": [str(u) for u in system.u],
+        "q_dependent": [str(q) for q in system.q_dep], "kdes": [str(k) for k in system.kdes],
+        "inputs": [str(e) for e in joint_efforts(robot)], "parameters": [str(p) for p in robot.parameters],
+        "joints": joints, "links": links, "loads": loads,
+        "holonomic": [str(c) for c in system.holonomic_constraints],
+        "nonholonomic": [str(c) for c in system.nonholonomic_constraints],
+    }
+
+
+def topology_key(robot: Robot) -> str:
+    """sha256 of :func:`topology_signature`."""
+    text = json.dumps(topology_signature(robot), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
