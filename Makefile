@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ROBOT ?= pendulum
 
-.PHONY: setup sim test clean
+.PHONY: setup sim test bench clean
 
 setup:
 	@bash .ci/setup-env
@@ -13,6 +13,9 @@ sim: setup
 
 test: setup
 	@$(PY) -m pytest -q test
+
+bench: setup
+	@$(PY) -W ignore bench/bench_dynamics.py
 
 clean:
 	rm -rf $(VENV) build install log .pytest_cache

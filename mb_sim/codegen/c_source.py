@@ -11,6 +11,8 @@ Entry points (all ``q, u, inputs, params`` are ``const double *``, ``t`` a doubl
 * ``int mb_rk4(double *q, double *u, inputs, params, double *t, double dt, int n_steps)``:
   ``n_steps`` classic RK4 steps with inputs held; on failure the state is that at the start of the
   failing step;
+* ``mb_evaluate_packed(double *const *a)``, ``mb_forward_dynamics_packed(double *const *a)``:
+  the same with one argument, ``a = {q, u, inputs, params, &t, out, qdot, udot}``;
 * ``mb_n_q(), mb_n_u(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
   ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches.
 """
@@ -32,7 +34,7 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 
 _SIGNATURE = ("const double *q, const double *u, const double *inputs,\n"
               "    const double *params, double t")
@@ -248,6 +250,19 @@ int mb_rk4(double *q, double *u, const double *inputs, const double *params, dou
     memcpy(q, x, sizeof(double) * MB_N_Q);
     memcpy(u, x + MB_N_Q, sizeof(double) * MB_N_U);
     return status;
+}
+
+/* Packed entry points for callers paying per foreign-call argument (ctypes: a call with one
+ * argument costs about a third of one with seven).  a = {q, u, inputs, params, &t, out, qdot,
+ * udot}, prepared once by the caller. */
+void mb_evaluate_packed(double *const *a)
+{
+    mb_evaluate(a[0], a[1], a[2], a[3], a[4][0], a[5]);
+}
+
+int mb_forward_dynamics_packed(double *const *a)
+{
+    return mb_forward_dynamics(a[0], a[1], a[2], a[3], a[4][0], a[6], a[7]);
 }
 """.replace("$signature", _SIGNATURE))
 

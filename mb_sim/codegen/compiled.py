@@ -41,21 +41,25 @@ class CompiledModel(NumericModel):
         self._check_matches(library)
         self._time = np.zeros(1)
         b = self.buffers
-        self._state = tuple(_P(a.ctypes.data) for a in (b.q, b.u, b.inputs, b.params))
-        self._out, self._qdot, self._udot, self._t = (
-            _P(a.ctypes.data) for a in (b.out, b.qdot, b.udot, self._time))
-        # No argtypes: ctypes then skips per-argument checks (~0.6 us of a ~2 us call); every
-        # argument is passed as a ctypes object of the C parameter's type.
-        self._mb_evaluate = library.mb_evaluate
+        arrays = (b.q, b.u, b.inputs, b.params, self._time, b.out, b.qdot, b.udot)
+        self._state = tuple(_P(a.ctypes.data) for a in arrays[:4])
+        self._t = _P(self._time.ctypes.data)
+        # One packed argument (pointers to all buffers, made once): a foreign call costs about
+        # 0.35 us instead of 0.9 us with seven arguments.  No argtypes: ctypes then skips its
+        # per-argument checks.
+        self._packed = (_P * len(arrays))(*(a.ctypes.data for a in arrays))
+        self._mb_evaluate = library.mb_evaluate_packed
         self._mb_evaluate.restype = None
-        self._mb_forward_dynamics = library.mb_forward_dynamics
+        self._mb_forward_dynamics = library.mb_forward_dynamics_packed
         self._mb_rk4 = library.mb_rk4
 
     def evaluate_into(self, t: float = 0.0) -> None:
-        self._mb_evaluate(*self._state, _D(t), self._out)
+        self._time[0] = t
+        self._mb_evaluate(self._packed)
 
     def forward_dynamics_into(self, t: float = 0.0) -> None:
-        status = self._mb_forward_dynamics(*self._state, _D(t), self._qdot, self._udot)
+        self._time[0] = t
+        status = self._mb_forward_dynamics(self._packed)
         if status:
             raise FactorizationError(self.name, status, t)
 

@@ -1,0 +1,112 @@
+"""Benchmark: derivation + code generation + compilation, warm loads, forward dynamics per call
+against Pinocchio's ``aba`` (measured here, in the same run), and RK4 steps inside C.
+
+Run: ``.venv/bin/python bench/bench_dynamics.py [--quick]`` (``make bench``).  Prints one row per
+robot; nothing is asserted (machines are noisy): compare against the targets printed below.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "test"))
+
+from mb_sim import load_urdf  # noqa: E402
+from mb_sim.codegen import load_numeric_model  # noqa: E402
+from pinocchio_reference import (  # noqa: E402
+    example_robot_data_dir, pinocchio_configuration, random_coordinates, velocity_map, with_floating_base,
+)
+
+TARGETS = """targets: arm6 cold <= 10 s, warm <= 0.3 s, fd ratio <= 1.0, RK4 step <= 8 us;
+         Solo12 and 12-link chain: cold <= 120 s, fd ratio <= 2.0"""
+
+
+def chain_urdf(n: int) -> str:
+    """An n-link spatial chain: 0.3 m links, axes alternating y and z, offset centres of mass."""
+    links = ['<link name="base"/>']
+    joints = []
+    for i in range(n):
+        links.append(
+            f'<link name="l{i}"><inertial><origin xyz="0.02 0.01 0.15"/><mass value="{1.0 + 0.1 * i}"/>'
+            '<inertia ixx="0.0075" ixy="0" ixz="0" iyy="0.0075" iyz="0" izz="0.0005"/></inertial></link>')
+        parent, z = ("base", 0.0) if i == 0 else (f"l{i - 1}", 0.3)
+        axis = "0 1 0" if i % 2 == 0 else "0 0 1"
+        joints.append(f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>'
+                      f'<origin xyz="0 0 {z}"/><axis xyz="{axis}"/>'
+                      '<limit lower="-3" upper="3" effort="100" velocity="5"/></joint>')
+    return f'<robot name="chain{n}">' + "".join(links + joints) + "</robot>"
+
+
+def robots(quick: bool) -> list[tuple[str, str]]:
+    """(name, URDF text) of every benchmarked robot."""
+    erd = example_robot_data_dir()
+    out = [("arm6", (REPO / "urdf" / "arm6.urdf").read_text()),
+           ("panda", (erd / "panda_description" / "urdf" / "panda.urdf").read_text()),
+           ("solo12", with_floating_base((erd / "solo_description" / "robots" / "solo12.urdf").read_text(),
+                                         "base_link"))]
+    sizes = (2, 6, 12) if quick else range(2, 13)
+    return out + [(f"chain{n}", chain_urdf(n)) for n in sizes]
+
+
+def best_time(function, number: int) -> float:
+    """Best of 5 repeats, per call, in seconds."""
+    return min(timeit.repeat(function, number=number, repeat=5)) / number
+
+
+def measure(name: str, xml: str) -> dict:
+    with tempfile.TemporaryDirectory() as cache:
+        start = time.perf_counter()
+        robot = load_urdf(xml)
+        model = load_numeric_model(robot, cache_dir=cache)
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        model = load_numeric_model(load_urdf(xml), cache_dir=cache)
+        warm = time.perf_counter() - start
+    pin_model = pin.buildModelFromXML(xml)
+    data = pin_model.createData()
+    rng = np.random.default_rng(0)
+    q = random_coordinates(robot, rng)
+    q_pin = pinocchio_configuration(robot, pin_model, q)
+    v = rng.normal(size=pin_model.nv) * 0.1
+    tau = np.zeros(pin_model.nv)
+    G, _ = velocity_map(robot, pin_model, q, v)
+    b = model.buffers
+    b.q[:], b.u[:], b.inputs[:] = q, G @ v, 0.0
+    ours = best_time(model.forward_dynamics_into, 20000)
+    theirs = best_time(lambda: pin.aba(pin_model, data, q_pin, v, tau), 20000)
+    steps = 1000
+    q0, u0 = b.q.copy(), b.u.copy()
+
+    def rk4() -> None:
+        b.q[:], b.u[:] = q0, u0
+        model.rk4_into(1e-4, steps)
+
+    rk4_step = best_time(rk4, 3) / steps
+    return {"name": name, "dof": model.n_u, "cold": cold, "warm": warm, "fd": ours, "pin": theirs,
+            "rk4": rk4_step}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="arm6, Panda, Solo12 and chains of 2, 6, 12 only")
+    args = parser.parse_args()
+    print(f"mb_sim dynamics benchmark (pinocchio {pin.__version__}); {TARGETS}")
+    header = f"{'robot':10s} {'dof':>4s} {'cold [s]':>9s} {'warm [s]':>9s} {'fd [us]':>8s} " \
+             f"{'aba [us]':>9s} {'ratio':>6s} {'RK4 step [us]':>14s}"
+    print(header)
+    for name, xml in robots(args.quick):
+        r = measure(name, xml)
+        print(f"{r['name']:10s} {r['dof']:4d} {r['cold']:9.2f} {r['warm']:9.3f} {r['fd'] * 1e6:8.2f} "
+              f"{r['pin'] * 1e6:9.2f} {r['fd'] / r['pin']:6.2f} {r['rk4'] * 1e6:14.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
