@@ -19,6 +19,8 @@ from pinocchio_reference import (
 )
 
 RELATIVE_TOLERANCE = 1e-9
+# Panda's and Solo12's URDFs carry simulator-specific attributes mb_sim ignores (with a warning).
+pytestmark = pytest.mark.filterwarnings("ignore::mb_sim.urdf.URDFWarning")
 
 
 def robot_xml(name: str, repo) -> str:
