@@ -135,8 +135,10 @@ def test_structural_values_are_exact_and_the_rest_parameters(repo):
     # pi/2 origin angles are exact; a 0.05 rad tilt and a skew axis are parameters
     assert "shoulder_lift_joint_origin_pitch" not in names
     assert {"wrist_3_joint_origin_roll", "wrist_3_joint_axis_y", "wrist_3_joint_axis_z"} <= names
-    # the rotated inertial frame of wrist_3_link gives off-diagonal inertia parameters
+    # the rotated inertial frame of wrist_3_link gives off-diagonal inertia parameters; the exact
+    # quarter turn of wrist_1_link's leaves exact zeros (no 5e-20 rounding leftovers)
     assert "wrist_3_link_ixy" in names
+    assert not {"wrist_1_link_ixy", "wrist_1_link_iyz", "wrist_1_link_ixz"} & names
 
 
 def test_describe_lists_the_tree_with_descriptions_and_values(repo):

@@ -7,19 +7,17 @@ code takes it at run time and users can change it (a payload mass, a link length
 """
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 from sympy import Expr, Integer, Rational, S, pi, symbols
 
+from mb_sim.urdf.rotations import quarter_turns
+
 if TYPE_CHECKING:
     from mb_sim.model.base import ComponentBase
 
-__all__ = ["parameter", "exact_angle", "exact_axis", "RIGHT_ANGLE_TOLERANCE"]
-
-#: Angles this close to a multiple of pi/2 are taken as that multiple exactly.
-RIGHT_ANGLE_TOLERANCE = 1e-12
+__all__ = ["parameter", "exact_angle", "exact_axis"]
 
 
 def parameter(component: ComponentBase, name: str, value: float, description: str,
@@ -37,10 +35,9 @@ def parameter(component: ComponentBase, name: str, value: float, description: st
 def exact_angle(component: ComponentBase, name: str, value: float, description: str,
                 descriptions: dict) -> Expr:
     """An exact multiple of pi/2 where `value` is one, otherwise a parameter symbol."""
-    quarter_turns = value / (math.pi / 2)
-    nearest = round(quarter_turns)
-    if abs(value - nearest * math.pi / 2) <= RIGHT_ANGLE_TOLERANCE:
-        return Rational(nearest, 2) * pi
+    k = quarter_turns(value)
+    if k is not None:
+        return Rational(k, 2) * pi
     return parameter(component, name, value, description, descriptions)
 
 
