@@ -63,8 +63,8 @@ def test_root_system_gathers_every_component(repo):
     assert list(system.q) == joint_coordinates
     assert len(system.u) == 6 and len(system.kdes) == 6
     assert {b.name for b in system.bodies} == {f"{n}_body" for n, l in robot.links.items() if not l.is_massless}
-    # gravity on 7 bodies, effort + dissipation on 6 joints (each a pair of torques)
-    assert len(system.loads) == 7 + 6 * 2 * 2
+    # gravity on 7 bodies; effort, dissipation and limit stops on 6 joints (each a pair of torques)
+    assert len(system.loads) == 7 + 6 * 3 * 2
 
 
 def test_mimic_joint_is_a_dependent_coordinate_with_a_holonomic_constraint(repo):

@@ -11,14 +11,14 @@ from mb_sim.model.joints import (
 )
 from mb_sim.model.kinematics import link_poses
 from mb_sim.model.link import RigidLink
-from mb_sim.model.loads import Gravity, JointDissipation, JointEffort
+from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop
 from mb_sim.model.registry import component_class, registered_components
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement
 from mb_sim.model.robot import Robot
 
 __all__ = [
     "AuxiliaryDataHandler", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
-    "FixedJoint", "FloatingJoint", "Gravity", "JointBase", "JointDissipation", "JointEffort",
+    "FixedJoint", "FloatingJoint", "Gravity", "JointBase", "JointDissipation", "JointEffort", "JointLimitStop",
     "LoadGroupBase", "ModelBase", "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint",
     "RigidLink", "Robot", "build_robot", "component_class", "link_poses", "load_urdf",
     "registered_components",

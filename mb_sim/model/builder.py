@@ -6,7 +6,7 @@ import os
 from mb_sim.model.base import ComponentError, LoadGroupBase
 from mb_sim.model.joints import JOINT_CLASSES, JointBase, PrismaticJoint, RevoluteJoint
 from mb_sim.model.link import RigidLink
-from mb_sim.model.loads import Gravity, JointDissipation, JointEffort
+from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop
 from mb_sim.model.registry import component_class
 from mb_sim.model.robot import Robot
 from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, parse_urdf
@@ -31,7 +31,8 @@ def build_robot(description: RobotDescription) -> Robot:
     """Links, joints and load groups for `description` (define steps not yet run).
 
     Every moving one-DoF joint that is not a mimic gets an effort input; joints with URDF
-    ``<dynamics>`` get damping and friction; the robot gets gravity.
+    ``<dynamics>`` get damping and friction, joints with position limits stops; the robot gets
+    gravity.
     """
     links = [RigidLink(name, link) for name, link in description.links.items()]
     joints = [JOINT_CLASSES[j.type](j.name, j) for j in description.joints]
@@ -45,6 +46,8 @@ def build_robot(description: RobotDescription) -> Robot:
         jd = joint.joint_description
         if jd.damping or jd.friction:
             joint.add_load_group(JointDissipation(joint.name, jd.damping, jd.friction))
+        if jd.limit.lower is not None or jd.limit.upper is not None:
+            joint.add_load_group(JointLimitStop(joint.name, jd.limit.lower, jd.limit.upper))
     for spec in description.components:
         _attach_component(robot, spec, description.source)
     return robot

@@ -1,18 +1,23 @@
 """Load groups of a robot: gravity, joint efforts (inputs), joint damping and friction."""
 from __future__ import annotations
 
-from sympy import Basic, tanh
+from sympy import Basic, Max, Min, Piecewise, tanh
 from sympy.physics.mechanics import Force, dynamicsymbols
 
 from mb_sim.model.base import LoadGroupBase
 from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
 from mb_sim.model.parameters import parameter
 
-__all__ = ["Gravity", "JointEffort", "JointDissipation", "FRICTION_SPEED", "STANDARD_GRAVITY"]
+__all__ = ["Gravity", "JointEffort", "JointDissipation", "JointLimitStop", "FRICTION_SPEED", "STANDARD_GRAVITY",
+           "STOP_STIFFNESS", "STOP_DAMPING"]
 
 STANDARD_GRAVITY = 9.81
 #: Speed scale of the smooth Coulomb friction model [rad/s or m/s].
 FRICTION_SPEED = 0.01
+#: Default joint-stop stiffness [N m/rad or N/m] and damping [N m s/rad or N s/m]; the simulator
+#: retunes both per joint for its time step (see JointLimitStop).
+STOP_STIFFNESS = 1.0e4
+STOP_DAMPING = 1.0e2
 
 
 class Gravity(LoadGroupBase):
@@ -87,4 +92,44 @@ class JointDissipation(LoadGroupBase):
     def _define_loads(self) -> None:
         u = self.parent.u[0]
         effort = -self.d * u - (self.f * tanh(u / self.v_s) if self.f != 0 else 0)
+        self.system.add_loads(*self.parent.generalized_force_loads(effort))
+
+
+class JointLimitStop(LoadGroupBase):
+    """URDF ``<limit lower upper>`` as a stop: a one-sided spring-damper beyond each bound.
+
+    Beyond ``upper`` the effort is ``min(0, -k (q - upper) - d u)``, below ``lower``
+    ``max(0, -k (q - lower) - d u)``, zero in between: it only pushes back (never pulls the joint
+    into the stop) and acts only while the bound is exceeded.  ``k`` and ``d`` are parameters
+    (``<joint>_limit_stiffness``, ``<joint>_limit_damping``) so they can be tuned at run time.
+    """
+
+    required_parent_type = (RevoluteJoint, PrismaticJoint)
+
+    def __init__(self, name: str, lower: float | None, upper: float | None) -> None:
+        super().__init__(name)
+        self.lower, self.upper = lower, upper
+        self._descriptions: dict[Basic, str] = {}
+
+    @property
+    def descriptions(self) -> dict[Basic, str]:
+        return {**super().descriptions, **self._descriptions}
+
+    def _define_objects(self) -> None:
+        joint, d = self.parent.name, self._descriptions
+        self.k = parameter(self, "limit_stiffness", STOP_STIFFNESS, f"stiffness of the stops of joint '{joint}'", d)
+        self.c = parameter(self, "limit_damping", STOP_DAMPING, f"damping of the stops of joint '{joint}'", d)
+        self.bounds = {side: parameter(self, f"limit_{side}", value, f"{side} position limit of joint '{joint}'", d)
+                       for side, value in (("lower", self.lower), ("upper", self.upper)) if value is not None}
+
+    def _define_loads(self) -> None:
+        q, u = self.parent.q[0], self.parent.u[0]
+        pieces = []
+        if "upper" in self.bounds:
+            upper = self.bounds["upper"]
+            pieces.append((Min(0, -self.k * (q - upper) - self.c * u), q > upper))
+        if "lower" in self.bounds:
+            lower = self.bounds["lower"]
+            pieces.append((Max(0, -self.k * (q - lower) - self.c * u), q < lower))
+        effort = Piecewise(*pieces, (0, True))
         self.system.add_loads(*self.parent.generalized_force_loads(effort))

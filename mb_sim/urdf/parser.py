@@ -61,7 +61,8 @@ def parse_urdf(path_or_xml: str | os.PathLike) -> RobotDescription:
     _check_joint_types(root, source)
     robot = _parse_links_and_joints(root, source, warned)
     links = [_link_description(link, source) for link in robot.links]
-    joints = [_joint_description(joint, source) for joint in robot.joints]
+    stated = _stated_limits(root)
+    joints = [_joint_description(joint, source, stated.get(joint.name, set())) for joint in robot.joints]
     return validate(robot.name or "robot", source, links, joints, components)
 
 
@@ -227,7 +228,14 @@ def _check_mass_properties(source: str, label: str, mass: float, inertia: np.nda
                         f"inertia breaks the triangle inequality: principal moments {a:g} + {b:g} < {c:g}")
 
 
-def _joint_description(joint: urdf_model.Joint, source: str) -> JointDescription:
+def _stated_limits(root: ET.Element) -> dict[str, set[str]]:
+    """Which of lower/upper each joint's <limit> states (urdf_parser_py reports absent ones as 0)."""
+    return {joint.get("name"): {a for a in ("lower", "upper") if limit.get(a) is not None}
+            for joint in root.findall("joint") for limit in joint.findall("limit")}
+
+
+def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str]) -> JointDescription:
+    """A JointDescription; position bounds only where the URDF states them (else unbounded)."""
     label = f"joint '{joint.name}'"
     origin = joint.origin
     axis = _vector(joint.axis, (1.0, 0.0, 0.0))
@@ -238,8 +246,8 @@ def _joint_description(joint: urdf_model.Joint, source: str) -> JointDescription
     if joint.limit is not None:
         bounded = joint.type in ("revolute", "prismatic")
         limit = JointLimit(
-            lower=float(joint.limit.lower) if bounded and joint.limit.lower is not None else None,
-            upper=float(joint.limit.upper) if bounded and joint.limit.upper is not None else None,
+            lower=float(joint.limit.lower) if bounded and "lower" in stated else None,
+            upper=float(joint.limit.upper) if bounded and "upper" in stated else None,
             velocity=float(joint.limit.velocity) if joint.limit.velocity else float("inf"),
             effort=float(joint.limit.effort) if joint.limit.effort else float("inf"),
         )
