@@ -10,15 +10,18 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
-from sympy import Matrix, Symbol, cos, diag, eye, sin, symbols
+from scipy.special import ellipk
+from sympy import Matrix, Symbol, cos, diag, eye, sin, sqrt, symbols
 
 from mb_sim.codegen import (
     CodegenError, FactorizationError, NumpyModel, compile_model, generate_c_source,
 )
+from mb_sim.codegen import pipeline
 from mb_sim.codegen.cache import cache_key
 from mb_sim.symbolic.equations import EquationsOfMotion
 
@@ -26,9 +29,10 @@ TEST_DIR = Path(__file__).resolve().parent
 REPO = TEST_DIR.parent
 
 
-def _no_constraints(n_u: int) -> dict[str, Matrix]:
+def _no_constraints(n_q: int, n_u: int) -> dict[str, Matrix]:
     """The constraint outputs of an unconstrained system (zero-row matrices)."""
-    return {"phi": Matrix.zeros(0, 1), "constraint_matrix": Matrix.zeros(0, n_u),
+    return {"phi": Matrix.zeros(0, 1), "phi_jacobian": Matrix.zeros(0, n_q),
+            "constraint_matrix": Matrix.zeros(0, n_u),
             "constraint_bias": Matrix.zeros(0, 1), "acceleration_bias": Matrix.zeros(0, 1)}
 
 
@@ -46,7 +50,7 @@ def pendulum(name: str = "pendulum", damping: float = 0) -> EquationsOfMotion:
         "mass_matrix": Matrix([[m * l**2]]),
         "forcing": Matrix([-m * g * l * sin(th) - damping * w + tau * cos(t)]),
         "qdot": Matrix([w]),
-        **_no_constraints(1),
+        **_no_constraints(1, 1),
         "link_poses": Matrix([[*rotation, -l * s, 0, h]]),
         "kinetic_energy": Matrix([m * l**2 * w**2 / 2]),
         "potential_energy": Matrix([m * g * h]),
@@ -74,7 +78,7 @@ def double_pendulum() -> EquationsOfMotion:
         "forcing": Matrix([-k * sd * w2**2 - (m1 + m2) * g * l1 * s1 + tau1,
                            k * sd * w1**2 - m2 * g * l2 * s2 + tau2]),
         "qdot": Matrix([w1, w2]),
-        **_no_constraints(2),
+        **_no_constraints(2, 2),
         "link_poses": Matrix([[c1, -s1, 0, s1, c1, 0, 0, 0, 1, x1, y1, 0],
                               [c2, -s2, 0, s2, c2, 0, 0, 0, 1, x2, y2, 0]]),
         "kinetic_energy": Matrix([((m1 + m2) * l1**2 * w1**2 + m2 * l2**2 * w2**2) / 2
@@ -92,7 +96,8 @@ def masses_on_a_line() -> EquationsOfMotion:
     pose = [1, 0, 0, 0, 1, 0, 0, 0, 1]
     outputs = {
         "mass_matrix": diag(m1, m2), "forcing": Matrix([f1, f2]), "qdot": Matrix([v1, v2]),
-        "phi": Matrix([k * (x1 - x2)]), "constraint_matrix": Matrix([[k, -k]]),
+        "phi": Matrix([k * (x1 - x2)]), "phi_jacobian": Matrix([[k, -k]]),
+        "constraint_matrix": Matrix([[k, -k]]),
         "constraint_bias": Matrix([0]), "acceleration_bias": Matrix([0]),
         "link_poses": Matrix([[*pose, x1, 0, 0], [*pose, x2, 0, 0]]),
         "kinetic_energy": Matrix([(m1 * v1**2 + m2 * v2**2) / 2]),
@@ -102,23 +107,93 @@ def masses_on_a_line() -> EquationsOfMotion:
                              [1.0, 3.0, 1.0], t, [], outputs)
 
 
-def cartesian_pendulum() -> EquationsOfMotion:
-    """Point mass on a rod in the x-y plane, x^2 + y^2 = l^2, gravity along -y; no inputs."""
+def cartesian_pendulum(dependent: list[int] | None = None) -> EquationsOfMotion:
+    """Point mass on a rod in the x-y plane, x^2 + y^2 = l^2, gravity along -y; no inputs.
+
+    `dependent`: the dependent coordinates and speeds (default: none named, so all).
+    """
     x, y, vx, vy, m, l, g, t = symbols("x y vx vy m l g t")
     outputs = {
         "mass_matrix": m * eye(2), "forcing": Matrix([0, -m * g]), "qdot": Matrix([vx, vy]),
-        "phi": Matrix([x**2 + y**2 - l**2]), "constraint_matrix": Matrix([[2 * x, 2 * y]]),
+        "phi": Matrix([x**2 + y**2 - l**2]), "phi_jacobian": Matrix([[2 * x, 2 * y]]),
+        "constraint_matrix": Matrix([[2 * x, 2 * y]]),
         "constraint_bias": Matrix([0]), "acceleration_bias": Matrix([2 * (vx**2 + vy**2)]),
         "link_poses": Matrix([[1, 0, 0, 0, 1, 0, 0, 0, 1, x, y, 0]]),
         "kinetic_energy": Matrix([m * (vx**2 + vy**2) / 2]),
         "potential_energy": Matrix([m * g * y]),
     }
     return EquationsOfMotion("cartesian_pendulum", [x, y], [vx, vy], [], [m, l, g],
-                             [0.8, 1.1, 9.81], t, [], outputs)
+                             [0.8, 1.1, 9.81], t, [], outputs,
+                             dependent_coordinates=list(dependent or []),
+                             dependent_speeds=list(dependent or []))
+
+
+def _quaternion_rotation(w, x, y, z) -> list:
+    """Row-major rotation matrix of the unit quaternion (w, x, y, z)."""
+    return [1 - 2 * (y**2 + z**2), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x**2 + z**2), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x**2 + y**2)]
+
+
+def spinning_body() -> EquationsOfMotion:
+    """A rigid body sliding along x and spinning freely: q = [x, qw, qx, qy, qz], u = [v, w].
+
+    Euler's equations in body axes; q' = q (x) (0, w) / 2 keeps the quaternion's norm only up
+    to the integrator's error, so projection must renormalize it (the block starts at q[1]).
+    """
+    x, qw, qx, qy, qz, v, wx, wy, wz, f, t = symbols("x qw qx qy qz v wx wy wz f t")
+    m, i1, i2, i3 = symbols("m i1 i2 i3")
+    outputs = {
+        "mass_matrix": diag(m, i1, i2, i3),
+        "forcing": Matrix([f, (i2 - i3) * wy * wz, (i3 - i1) * wz * wx, (i1 - i2) * wx * wy]),
+        "qdot": Matrix([v, (-qx * wx - qy * wy - qz * wz) / 2, (qw * wx + qy * wz - qz * wy) / 2,
+                        (qw * wy - qx * wz + qz * wx) / 2, (qw * wz + qx * wy - qy * wx) / 2]),
+        **_no_constraints(5, 4),
+        "link_poses": Matrix([[*_quaternion_rotation(qw, qx, qy, qz), x, 0, 0]]),
+        "kinetic_energy": Matrix([(m * v**2 + i1 * wx**2 + i2 * wy**2 + i3 * wz**2) / 2]),
+        "potential_energy": Matrix([0]),
+    }
+    return EquationsOfMotion("spinning_body", [x, qw, qx, qy, qz], [v, wx, wy, wz], [f],
+                             [m, i1, i2, i3], [2.0, 0.3, 0.5, 0.9], t, [], outputs,
+                             quaternion_starts=[1])
+
+
+def sleigh() -> EquationsOfMotion:
+    """Chaplygin-type sleigh: a body in the plane that cannot slide sideways.
+
+    Only a velocity constraint (no Phi): -sin(th) vx + cos(th) vy = 0.
+    """
+    x, y, th, vx, vy, w, f, tau, t = symbols("x y th vx vy w f tau t")
+    m, inertia = symbols("m inertia")
+    s, c = sin(th), cos(th)
+    outputs = {
+        "mass_matrix": diag(m, m, inertia), "forcing": Matrix([f * c, f * s, tau]),
+        "qdot": Matrix([vx, vy, w]), "phi": Matrix.zeros(0, 1),
+        "phi_jacobian": Matrix.zeros(0, 3), "constraint_matrix": Matrix([[-s, c, 0]]),
+        "constraint_bias": Matrix([0]), "acceleration_bias": Matrix([-w * (c * vx + s * vy)]),
+        "link_poses": Matrix([[c, -s, 0, s, c, 0, 0, 0, 1, x, y, 0]]),
+        "kinetic_energy": Matrix([(m * (vx**2 + vy**2) + inertia * w**2) / 2]),
+        "potential_energy": Matrix([0]),
+    }
+    return EquationsOfMotion("sleigh", [x, y, th], [vx, vy, w], [f, tau], [m, inertia],
+                             [1.5, 0.2], t, [], outputs)
+
+
+def diverging() -> EquationsOfMotion:
+    """x'' = 1 / sqrt(t_blow - t): finite before t_blow, NaN after."""
+    x, v, t, t_blow = symbols("x v t t_blow")
+    outputs = {
+        "mass_matrix": Matrix([[1]]), "forcing": Matrix([1 / sqrt(t_blow - t)]),
+        "qdot": Matrix([v]), **_no_constraints(1, 1),
+        "link_poses": Matrix([[1, 0, 0, 0, 1, 0, 0, 0, 1, x, 0, 0]]),
+        "kinetic_energy": Matrix([v**2 / 2]), "potential_energy": Matrix([0]),
+    }
+    return EquationsOfMotion("diverging", [x], [v], [], [t_blow], [0.0105], t, [], outputs)
 
 
 SYSTEMS = {"pendulum": pendulum, "double_pendulum": double_pendulum,
-           "masses": masses_on_a_line, "cartesian": cartesian_pendulum}
+           "masses": masses_on_a_line, "cartesian": cartesian_pendulum,
+           "spinning_body": spinning_body, "sleigh": sleigh}
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +235,15 @@ def test_c_and_numpy_backends_agree(backends):
                                        err_msg=name)
         for c_value, numpy_value in zip(c_model.forward_dynamics(**arguments),
                                         numpy_model.forward_dynamics(**arguments)):
+            np.testing.assert_allclose(c_value, numpy_value, rtol=1e-12, atol=1e-12)
+        assert c_model.buffers.lam.shape == (c_model.n_constraints,)
+        np.testing.assert_allclose(c_model.buffers.lam, numpy_model.buffers.lam, rtol=1e-12,
+                                   atol=1e-12)
+        state = {k: arguments[k] for k in ("q", "u", "params", "t")}
+        for c_value, numpy_value in zip(c_model.project(**state), numpy_model.project(**state)):
+            np.testing.assert_allclose(c_value, numpy_value, rtol=1e-12, atol=1e-12)
+        steps = dict(arguments, dt=1e-3, n_steps=20)
+        for c_value, numpy_value in zip(c_model.rk4(**steps), numpy_model.rk4(**steps)):
             np.testing.assert_allclose(c_value, numpy_value, rtol=1e-12, atol=1e-12)
 
 
@@ -264,13 +348,137 @@ def test_factorization_failure_raises(cache, backend):
     assert failure.value.code == 2
 
 
+def _pendulum_state(l: float, th: float, w: float) -> tuple[np.ndarray, np.ndarray]:
+    """Cartesian pendulum state at angle `th` from -y and angular speed `w`."""
+    s, c = np.sin(th), np.cos(th)
+    return np.array([l * s, -l * c]), np.array([l * w * c, l * w * s])
+
+
+def _zero_crossings(times: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Times where `values` changes sign, by linear interpolation."""
+    k = np.nonzero(np.sign(values[:-1]) != np.sign(values[1:]))[0]
+    return times[k] - values[k] * (times[k + 1] - times[k]) / (values[k + 1] - values[k])
+
+
+def test_cartesian_pendulum_stays_on_its_constraints(cache):
+    """10 s of RK4 at 1 ms: the projection holds Phi and A u to round-off, the motion is the
+    pendulum's (energy, period from the complete elliptic integral)."""
+    model = compile_model(cartesian_pendulum(), cache_dir=cache)
+    m, l, g = model.parameter_values
+    th0, dt = 1.0, 1e-3
+    b = model.buffers
+    b.q[:], b.u[:] = _pendulum_state(l, th0, 0.0)
+    times, xs, t = [0.0], [b.q[0]], 0.0
+    for _ in range(10000):
+        t = model.rk4_into(dt, 1, t)
+        times.append(t)
+        xs.append(b.q[0])
+    x, y = b.q
+    assert t == pytest.approx(10.0, rel=1e-12)
+    assert abs(x**2 + y**2 - l**2) <= 1e-12
+    assert abs(2 * x * b.u[0] + 2 * y * b.u[1]) <= 1e-10
+    energy = m * (b.u @ b.u) / 2 + m * g * y
+    assert energy == pytest.approx(-m * g * l * np.cos(th0), rel=1e-9)
+    crossings = _zero_crossings(np.array(times), np.array(xs))
+    period = 2 * (crossings[-1] - crossings[0]) / (len(crossings) - 1)
+    assert period == pytest.approx(4 * np.sqrt(l / g) * ellipk(np.sin(th0 / 2) ** 2), rel=1e-8)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_multiplier_is_the_rod_tension(cache, backend):
+    """-A^T lam is the rod's force on the bob: tension T = m (l w^2 + g cos th) along -q / l."""
+    model = compile_model(cartesian_pendulum(), backend, cache)
+    m, l, g = model.parameter_values
+    th, w = 0.7, 1.9
+    q, u = _pendulum_state(l, th, w)
+    model.forward_dynamics(q, u, [])
+    tension = m * (l * w**2 + g * np.cos(th))
+    (lam,) = model.buffers.lam
+    np.testing.assert_allclose(-np.array([[2 * q[0], 2 * q[1]]]).T @ [lam], -tension * q / l,
+                               rtol=1e-13)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_projection_matches_analytic(cache, backend):
+    q, u = np.array([0.9, -0.5]), np.array([0.3, 0.7])
+    model = compile_model(cartesian_pendulum(), backend, cache)
+    l = model.parameter_values[1]
+    # All coordinates and speeds: the nearest point on the circle, the tangential velocity.
+    # (Gauss-Newton stops at |Phi| <= 1e-12, so agreement is to about that.)
+    projected_q, projected_u = model.project(q, u)
+    radial = q / np.linalg.norm(q)
+    np.testing.assert_allclose(projected_q, l * radial, rtol=1e-12)
+    np.testing.assert_allclose(projected_u, u - (u @ radial) * radial, rtol=1e-12)
+    # Only y and its speed: x and vx are kept.
+    model = compile_model(cartesian_pendulum(dependent=[1]), backend, cache)
+    projected_q, projected_u = model.project(q, u)
+    y = -np.sqrt(l**2 - q[0] ** 2)
+    assert projected_q[0] == q[0] and projected_u[0] == u[0]
+    np.testing.assert_allclose(projected_q, [q[0], y], rtol=1e-12)
+    np.testing.assert_allclose(projected_u, [u[0], -q[0] * u[0] / y], rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_speed_projection_without_holonomic_constraints(cache, backend):
+    model = compile_model(sleigh(), backend, cache)
+    th = 0.4
+    heading = np.array([np.cos(th), np.sin(th)])
+    q, u = model.project([1.0, 2.0, th], [0.3, -0.8, 0.5])
+    np.testing.assert_array_equal(q, [1.0, 2.0, th])
+    np.testing.assert_allclose(u, [*(heading @ [0.3, -0.8]) * heading, 0.5], rtol=1e-14,
+                               atol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_quaternion_stays_unit(cache, backend):
+    model = compile_model(spinning_body(), backend, cache)
+    quaternion = np.array([0.5, 0.1, -0.3, 0.8])
+    q, u, _ = model.rk4([0.0, *quaternion], [0.1, 3.0, -2.0, 5.0], [0.0], 0.02, 200)
+    assert abs(np.linalg.norm(q[1:]) - 1.0) <= 1e-14
+    # The kinematics keep the norm exactly, RK4 only to 5e-3 here: projection did the rest.
+    qdot, _ = model.forward_dynamics(q, u, [0.0])
+    assert abs(q[1:] @ qdot[1:]) <= 1e-12
+    projected, _ = model.project([0.0, *quaternion], u)
+    np.testing.assert_allclose(projected[1:], quaternion / np.linalg.norm(quaternion),
+                               rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_failing_projection_raises_and_keeps_the_state(cache, backend):
+    model = compile_model(cartesian_pendulum(), backend, cache)
+    with pytest.raises(FactorizationError, match="projection") as failure:
+        model.project([0.0, 0.0], [1.0, 2.0], t=0.3)
+    assert (failure.value.code, failure.value.t) == (4, 0.3)
+    assert list(model.buffers.q) == [0.0, 0.0] and list(model.buffers.u) == [1.0, 2.0]
+    spinning = compile_model(spinning_body(), backend, cache)
+    with pytest.raises(FactorizationError) as failure:
+        spinning.project([0.0] * 5, [0.0] * 4)
+    assert failure.value.code == 4
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_diverging_state_stops_rk4_at_the_start_of_the_failing_step(cache, backend):
+    model = compile_model(diverging(), backend, cache)
+    dt, blow_up = 1e-3, model.parameter_values[0]
+    with np.errstate(invalid="ignore", divide="ignore"), \
+            pytest.raises(FactorizationError, match="not finite") as failure:
+        model.rk4([0.0], [0.0], [], dt, 100)
+    assert failure.value.code == 3
+    assert failure.value.t == pytest.approx(0.010, rel=1e-12) and failure.value.t < blow_up
+    q, u = model.buffers.q.copy(), model.buffers.u.copy()
+    assert np.isfinite(q).all() and np.isfinite(u).all() and u[0] > 0
+    np.testing.assert_array_equal((q, u), model.rk4([0.0], [0.0], [], dt, 10)[:2])
+
+
 def test_generated_c_shares_subexpressions_and_compiles_cleanly(tmp_path):
     source = generate_c_source(pendulum())
     for function in ("void mb_evaluate(", "void mb_dynamics("):
         body = source.split(function)[1].split("\n}\n")[0]
         assert body.count("sin(q[0])") == 1, function
     assert "θ" not in source and "joint[0]" not in source and "m bob" not in source
-    for name, text in [("pendulum", source), ("masses", generate_c_source(masses_on_a_line()))]:
+    assert "void mb_constraints(" not in source and "mb_project_coordinates(" not in source
+    for name, text in [("pendulum", source), *((name, generate_c_source(SYSTEMS[name]()))
+                                               for name in ("masses", "spinning_body", "sleigh"))]:
         path = tmp_path / f"{name}.c"
         path.write_text(text)
         subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-c",
@@ -287,6 +495,43 @@ def test_malformed_equations_are_reported():
         generate_c_source(eom)
     with pytest.raises(ValueError, match="backend"):
         compile_model(pendulum(), backend="fortran")
+    eom = cartesian_pendulum()
+    del eom.outputs["phi_jacobian"]
+    with pytest.raises(CodegenError, match="phi_jacobian missing"):
+        generate_c_source(eom)
+
+
+@pytest.mark.parametrize("field, indices, message", [
+    ("quaternion_starts", [2], r"quaternion_starts \[2\] must be distinct indices in 0\.\.1"),
+    ("quaternion_starts", [0, 1], "overlap"),
+    ("dependent_coordinates", [0, 0], "distinct"),
+    ("dependent_speeds", [5], "distinct indices in 0..1"),
+])
+def test_malformed_projection_indices_are_reported(field, indices, message):
+    eom = cartesian_pendulum()
+    eom.q += symbols("qa qb qc")
+    eom.outputs["qdot"] = eom.outputs["qdot"].col_join(Matrix([0, 0, 0]))
+    eom.outputs["phi_jacobian"] = eom.outputs["phi_jacobian"].row_join(Matrix.zeros(1, 3))
+    setattr(eom, field, indices)
+    with pytest.raises(CodegenError, match=message):
+        generate_c_source(eom)
+    with pytest.raises(CodegenError, match=message):
+        NumpyModel(eom)
+
+
+def test_pipeline_index_carries_the_projection(tmp_path):
+    """The header a cache hit rebuilds the model from keeps quaternions and dependent indices."""
+    for eom in (spinning_body(), cartesian_pendulum(dependent=[1])):
+        model = compile_model(eom, cache_dir=tmp_path)
+        index = tmp_path / f"{eom.name}.model.json"
+        pipeline._write_index(index, eom, model.library_path.with_suffix(".c"))
+        robot = SimpleNamespace(name=eom.name,
+                                parameters=dict(zip(eom.parameters, eom.parameter_values)))
+        loaded = pipeline._load_cached(robot, index, tmp_path, None)
+        assert loaded is not None and loaded.projection == model.projection
+        q, u = np.linspace(0.3, 0.9, model.n_q), np.linspace(-0.2, 0.4, model.n_u)
+        for a, b in zip(loaded.project(q, u), model.project(q, u)):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_cache_key_follows_the_equations_not_parameter_values():

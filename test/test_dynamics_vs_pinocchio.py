@@ -1,7 +1,8 @@
 """Mass matrix, forcing (bias forces) and forward dynamics of the generated C code agree with
 Pinocchio (crba, nle, aba) to 1e-9 relative at 20 random states (q, u, efforts) per robot.
 
-Damping and friction parameters are set to zero at run time (Pinocchio's algorithms have none).
+Damping, friction and joint-stop parameters are set to zero at run time (Pinocchio's algorithms
+have none, and the random states lie outside some joint limits).
 Panda's finger joint mimics the other: there the expected accelerations solve the constrained
 problem with Pinocchio's M and bias forces and our (trivial) mimic constraint row.
 """
@@ -36,8 +37,8 @@ def robot_xml(name: str, repo) -> str:
 
 
 def run_time_parameters(eom) -> np.ndarray:
-    """URDF values with joint damping and friction switched off."""
-    return np.array([0.0 if str(s).endswith(("_damping", "_friction")) else value
+    """URDF values with joint damping, friction and stops switched off."""
+    return np.array([0.0 if str(s).endswith(("_damping", "_friction", "_limit_stiffness")) else value
                      for s, value in zip(eom.parameters, eom.parameter_values)])
 
 

@@ -3,7 +3,9 @@
 ``compile_model(eom)`` generates one C99 file for the model, compiles it with the system C
 compiler into a disk cache (``~/.cache/mb_sim``, or ``$MB_SIM_CACHE_DIR``) and loads it; with
 ``backend="numpy"`` it builds the same functions with NumPy instead, for machines without a
-compiler.  Both return a model with ``evaluate``, ``forward_dynamics`` and ``rk4``.
+compiler.  Both return a model with ``evaluate``, ``forward_dynamics`` (with the constraints'
+Lagrange multipliers), ``project`` (onto the constraints and unit quaternions) and ``rk4``
+(projecting and checking the state after every step, in C for the C backend).
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import os
 
 from mb_sim.codegen.c_source import GENERATOR_VERSION, generate_c_source
 from mb_sim.codegen.compiled import CompiledModel
-from mb_sim.codegen.errors import CodegenError, FactorizationError
+from mb_sim.codegen.errors import FACTORIZATION_FAILURES, CodegenError, FactorizationError
 from mb_sim.codegen.numeric_model import NumericModel
 from mb_sim.codegen.numpy_backend import NumpyModel
 from mb_sim.codegen.pipeline import load_numeric_model
@@ -20,7 +22,7 @@ from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = [
     "compile_model", "load_numeric_model", "generate_c_source", "CompiledModel", "NumpyModel", "NumericModel",
-    "CodegenError", "FactorizationError", "GENERATOR_VERSION",
+    "CodegenError", "FactorizationError", "FACTORIZATION_FAILURES", "GENERATOR_VERSION",
 ]
 
 

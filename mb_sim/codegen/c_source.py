@@ -1,20 +1,29 @@
 """Generate one self-contained C99 source file that evaluates and integrates a model.
 
-Entry points (all ``q, u, inputs, params`` are ``const double *``, ``t`` a double):
+Entry points (all ``q, u, inputs, params`` are ``const double *`` unless noted, ``t`` a double):
 
 * ``void mb_evaluate(q, u, inputs, params, t, double *out)``: every output, in the layout of
   :class:`~mb_sim.codegen.layout.OutputLayout` (documented in the file's header comment);
-* ``void mb_dynamics(...)``: only the dynamics blocks of the same layout (own CSE, cheaper);
-* ``int mb_forward_dynamics(q, u, inputs, params, t, double *qdot, double *udot)``: solves
-  ``M u' = F`` (Cholesky) or, with constraints, ``[M A^T; A 0][u'; lam] = [F; -c]`` through the
-  Schur complement ``A M^-1 A^T``; returns 0, or a code of ``FACTORIZATION_FAILURES``;
+* ``void mb_dynamics(...)``, ``void mb_constraints(...)``: only the dynamics blocks, or only the
+  blocks projection needs (Phi, dPhi/dq, A, b; generated only for constrained models), of the
+  same layout (each with its own CSE, so cheaper);
+* ``int mb_forward_dynamics(q, u, inputs, params, t, double *qdot, double *udot, double *lam)``:
+  solves ``M u' = F`` (Cholesky) or, with constraints, ``[M A^T; A 0][u'; lam] = [F; -c]``
+  through the Schur complement ``A M^-1 A^T``, the multipliers into ``lam`` (untouched without
+  constraints; the generalized constraint forces are ``-A^T lam``); returns 0 or 1, 2;
+* ``int mb_project(double *q, double *u, inputs, params, t)``: projects the state onto the
+  constraints (unit quaternions, ``Phi(q) = 0``, ``A u + b = 0``; see
+  :mod:`~mb_sim.codegen.projection`); returns 0, or 4 leaving q and u unchanged;
 * ``int mb_rk4(double *q, double *u, inputs, params, double *t, double dt, int n_steps)``:
-  ``n_steps`` classic RK4 steps with inputs held; on failure the state is that at the start of the
-  failing step;
-* ``mb_evaluate_packed(double *const *a)``, ``mb_forward_dynamics_packed(double *const *a)``:
-  the same with one argument, ``a = {q, u, inputs, params, &t, out, qdot, udot}``;
+  ``n_steps`` classic RK4 steps with inputs held, each followed by a finiteness check (3) and
+  the projection (4); on failure the state and ``*t`` are those at the start of the failing step;
+* ``mb_evaluate_packed``, ``mb_forward_dynamics_packed``, ``mb_project_packed`` (each
+  ``(double *const *a)``): the same with one argument,
+  ``a = {q, u, inputs, params, &t, out, qdot, udot, lam}``;
 * ``mb_n_q(), mb_n_u(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
   ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches.
+
+Status codes are the keys of :data:`~mb_sim.codegen.errors.FACTORIZATION_FAILURES`.
 """
 from __future__ import annotations
 
@@ -26,15 +35,16 @@ from sympy import Symbol
 from sympy.printing.c import C99CodePrinter
 from sympy.printing.precedence import PRECEDENCE
 
-from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, OutputLayout
+from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLayout
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
+from mb_sim.codegen.projection import PROJECTION_ITERATIONS, PROJECTION_TOLERANCE, Projection
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 
 _SIGNATURE = ("const double *q, const double *u, const double *inputs,\n"
               "    const double *params, double t")
@@ -43,16 +53,25 @@ _SIGNATURE = ("const double *q, const double *u, const double *inputs,\n"
 def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     """The C99 source of `eom`'s model (see the module docstring for its entry points)."""
     layout = OutputLayout.from_equations(eom)
+    projection = Projection.from_equations(eom)
+    n_h, len_x = layout.blocks["phi"].shape[0], max(eom.n_q + eom.n_u, 1)
     report(progress, f"generating C for {eom.name}...")
-    evaluate = straight_line_program(eom, OUTPUT_NAMES, progress)
-    dynamics = straight_line_program(eom, DYNAMICS_OUTPUTS, progress)
+    functions = [
+        ("mb_evaluate", "Every output of the model into out[].", OUTPUT_NAMES),
+        ("mb_dynamics", "Only the dynamics blocks (M, F, qdot, A, b, c) into out[].",
+         DYNAMICS_OUTPUTS),
+    ]
+    if n_h or eom.n_constraints:
+        functions.append(("mb_constraints", "Only the blocks projection needs (Phi, dPhi/dq, A, b) "
+                          "into out[].", PROJECTION_OUTPUTS))
     return "\n".join([
-        _header(eom, layout),
-        _c_function("mb_evaluate", "Every output of the model into out[].", evaluate,
-                    layout.indices(OUTPUT_NAMES)),
-        _c_function("mb_dynamics", "Only the dynamics blocks (M, F, qdot, A, b, c) into out[].",
-                    dynamics, layout.indices(DYNAMICS_OUTPUTS)),
-        _solver(eom.n_q, eom.n_u, eom.n_constraints),
+        _header(eom, layout, projection),
+        *(_c_function(name, doc, straight_line_program(eom, names, progress),
+                      layout.indices(names)) for name, doc, names in functions),
+        _linear_algebra(n_h, eom.n_constraints),
+        _forward_dynamics(eom.n_u, eom.n_constraints),
+        _projection(projection, n_h, eom.n_constraints, len_x),
+        _INTEGRATOR.substitute(len_x=len_x, len_c=max(eom.n_constraints, 1)),
     ])
 
 
@@ -91,7 +110,7 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
         "    (void)q; (void)u; (void)inputs; (void)params; (void)t;", *body, "}", ""])
 
 
-def _header(eom: EquationsOfMotion, layout: OutputLayout) -> str:
+def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection) -> str:
     """Banner with the layout, includes, dimension macros and the introspection functions."""
     blocks = list(layout.blocks.values())
     table = "\n".join(f" *   {i:<5d}  {b.name:<19s} {b.offset:<7d} {b.shape[0]} x {b.shape[1]}"
@@ -101,19 +120,63 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout) -> str:
         name=repr(eom.name).replace("*/", "*\\/"), version=GENERATOR_VERSION,
         sympy=sympy.__version__, table=table, offsets=offsets, n_q=eom.n_q, n_u=eom.n_u,
         n_inputs=len(eom.inputs), n_params=len(eom.parameters), n_c=eom.n_constraints,
-        n_out=layout.size, n_blocks=len(blocks),
+        n_h=layout.blocks["phi"].shape[0], n_out=layout.size, n_blocks=len(blocks),
         offset_list=", ".join(str(b.offset) for b in blocks) + f", {layout.size}",
         rows=", ".join(str(b.shape[0]) for b in blocks),
-        cols=", ".join(str(b.shape[1]) for b in blocks))
+        cols=", ".join(str(b.shape[1]) for b in blocks),
+        quaternions=_index_list(projection.quaternion_starts),
+        coordinates=_index_list(projection.coordinates), speeds=_index_list(projection.speeds),
+        tolerance=repr(PROJECTION_TOLERANCE), iterations=PROJECTION_ITERATIONS)
 
 
-def _solver(n_q: int, n_u: int, n_c: int) -> str:
-    """Cholesky helpers, mb_forward_dynamics (with the Schur complement if n_c > 0), mb_rk4."""
-    lengths = {"len_uu": max(n_u * n_u, 1), "len_x": max(n_q + n_u, 1)}
-    if n_c == 0:
-        return _SOLVER.substitute(lengths, dot="", constrained="")
-    return _SOLVER.substitute(lengths, dot=_DOT, constrained=_CONSTRAINED.substitute(
-        len_cu=max(n_c * n_u, 1), len_cc=n_c * n_c))
+def _index_list(indices: tuple[int, ...]) -> str:
+    """`indices` for a C initializer or a comment; "none" if empty."""
+    return ", ".join(map(str, indices)) or "none"
+
+
+def _linear_algebra(n_h: int, n_c: int) -> str:
+    """Cholesky helpers, plus what the constrained solver and the projection need, if anything."""
+    parts = [_CHOLESKY]
+    if n_c:
+        parts.append(_DOT)
+    if n_h or n_c:
+        parts.append(_LEAST_NORM.substitute(len_gram=max(n_h, n_c) ** 2))
+    return "\n".join(parts)
+
+
+def _forward_dynamics(n_u: int, n_c: int) -> str:
+    """mb_forward_dynamics, through the Schur complement if n_c > 0."""
+    constrained = (_CONSTRAINED.substitute(len_cu=max(n_c * n_u, 1), len_cc=n_c * n_c) if n_c
+                   else "    (void)lam;\n")
+    return _FORWARD_DYNAMICS.substitute(len_uu=max(n_u * n_u, 1), constrained=constrained)
+
+
+def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
+    """mb_project_state (in place; only what the model needs) and mb_project (all or nothing)."""
+    if not projection.needed:
+        return _NO_PROJECTION
+    helpers, body = [], []
+    if n_h or n_c:
+        body.append("    double out[MB_N_OUT];")
+    body.append("    (void)q; (void)u; (void)inputs; (void)params; (void)t;")
+    if projection.quaternion_starts:
+        helpers.append(_QUATERNIONS.substitute(
+            n=len(projection.quaternion_starts), starts=_index_list(projection.quaternion_starts)))
+        body += ["    if (mb_normalize_quaternions(q))", "        return 4;"]
+    if n_h:
+        helpers.append(_COORDINATES.substitute(
+            n=len(projection.coordinates), indices=_index_list(projection.coordinates)))
+        body += ["    if (mb_project_coordinates(q, u, inputs, params, t, out))",
+                 "        return 4;"]
+    elif n_c:
+        body.append("    mb_constraints(q, u, inputs, params, t, out);")
+    if n_c:
+        helpers.append(_SPEEDS.substitute(
+            n=len(projection.speeds), indices=_index_list(projection.speeds)))
+        body.append("    return mb_project_speeds(u, out);")
+    else:
+        body.append("    return 0;")
+    return _PROJECT.substitute(helpers="\n".join(helpers), body="\n".join(body), len_x=len_x)
 
 
 _HEADER = Template("""\
@@ -122,9 +185,13 @@ _HEADER = Template("""\
  *
  * Arguments: q[MB_N_Q], u[MB_N_U], inputs[MB_N_INPUTS], params[MB_N_PARAMS], time t.
  * out[MB_N_OUT] holds these blocks, each flattened row-major (mb_dynamics writes only M, F,
- * qdot, A, b and c):
+ * qdot, A, b and c; mb_constraints only Phi, dPhi/dq, A and b):
  *   block  name                offset  rows x cols
 $table
+ *
+ * Projection onto the constraints (mb_project, and mb_rk4 after each step): unit quaternions
+ * starting at q[$quaternions]; coordinates q[$coordinates] onto Phi = 0; speeds u[$speeds]
+ * onto A u + b = 0.
  */
 #include <math.h>
 #include <string.h>
@@ -134,8 +201,11 @@ $table
 #define MB_N_INPUTS $n_inputs
 #define MB_N_PARAMS $n_params
 #define MB_N_CONSTRAINTS $n_c
+#define MB_N_HOLONOMIC $n_h
 #define MB_N_OUT $n_out
 #define MB_N_BLOCKS $n_blocks
+#define MB_PROJECTION_TOLERANCE $tolerance
+#define MB_PROJECTION_ITERATIONS $iterations
 $offsets
 static const int mb_offsets[MB_N_BLOCKS + 1] = {$offset_list};
 static const int mb_rows[MB_N_BLOCKS] = {$rows};
@@ -157,7 +227,7 @@ int mb_output_rows(int which) { return which >= 0 && which < MB_N_BLOCKS ? mb_ro
 int mb_output_cols(int which) { return which >= 0 && which < MB_N_BLOCKS ? mb_cols[which] : -1; }
 """)
 
-_SOLVER = Template("""\
+_CHOLESKY = """\
 /* In-place Cholesky factorization a = L L^T of the row-major n x n matrix a (lower triangle read
  * and overwritten).  Returns 0, or 1 at a non-positive pivot (a not positive definite). */
 static int mb_cholesky(double *a, int n)
@@ -194,9 +264,52 @@ static void mb_cholesky_solve(const double *l, int n, double *b)
         b[i] /= l[i * n + i];
     }
 }
-$dot
-/* q' and u' at (q, u, t).  Returns 0, 1 if M is not positive definite, 2 if A M^-1 A^T is not. */
-int mb_forward_dynamics($signature, double *qdot, double *udot)
+"""
+
+_DOT = """\
+static double mb_dot(const double *a, const double *b, int n)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; ++i)
+        s += a[i] * b[i];
+    return s;
+}
+"""
+
+_LEAST_NORM = Template("""\
+/* x[S] -= M_S^T (M_S M_S^T)^-1 r for the row-major rows x cols matrix m, S = index[0..n_index)
+ * and M_S its columns S: the least-norm change of x[S] with M dx = -r.  r is overwritten.
+ * Returns 0, or 4 if M_S M_S^T is not positive definite (M_S not of full row rank). */
+static int mb_least_norm_correction(double *x, const double *m, int rows, int cols,
+                                    const int *index, int n_index, double *r)
+{
+    double g[$len_gram];
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j <= i; ++j) {
+            double s = 0.0;
+            for (int k = 0; k < n_index; ++k)
+                s += m[i * cols + index[k]] * m[j * cols + index[k]];
+            g[i * rows + j] = s;
+        }
+    if (mb_cholesky(g, rows))
+        return 4;
+    mb_cholesky_solve(g, rows, r);
+    for (int k = 0; k < n_index; ++k) {
+        double s = 0.0;
+        for (int i = 0; i < rows; ++i)
+            s += m[i * cols + index[k]] * r[i];
+        x[index[k]] -= s;
+    }
+    return 0;
+}
+""")
+
+_FORWARD_DYNAMICS = Template("""\
+/* q' and u' at (q, u, t); with constraints also the multipliers lam of
+ * [M A^T; A 0][u'; lam] = [F; -c], so the generalized constraint forces are -A^T lam (lam is
+ * untouched without constraints).  Returns 0, 1 if M is not positive definite, 2 if
+ * A M^-1 A^T is not. */
+int mb_forward_dynamics($signature, double *qdot, double *udot, double *lam)
 {
     double out[MB_N_OUT];
     double l[$len_uu];
@@ -209,78 +322,13 @@ int mb_forward_dynamics($signature, double *qdot, double *udot)
     mb_cholesky_solve(l, MB_N_U, udot);
 $constrained    return 0;
 }
-
-static int mb_state_derivative(const double *x, const double *inputs, const double *params,
-                               double t, double *xdot)
-{
-    return mb_forward_dynamics(x, x + MB_N_Q, inputs, params, t, xdot, xdot + MB_N_Q);
-}
-
-/* n_steps classic RK4 steps of x = [q; u] from *t; inputs held.  Returns 0 or the failing
- * step's mb_forward_dynamics code, leaving q, u and *t at the start of that step. */
-int mb_rk4(double *q, double *u, const double *inputs, const double *params, double *t,
-           double dt, int n_steps)
-{
-    enum { N = MB_N_Q + MB_N_U };
-    double x[$len_x], xs[$len_x], k1[$len_x], k2[$len_x], k3[$len_x], k4[$len_x];
-    const double t0 = *t;
-    int status = 0;
-    memcpy(x, q, sizeof(double) * MB_N_Q);
-    memcpy(x + MB_N_Q, u, sizeof(double) * MB_N_U);
-    for (int step = 0; step < n_steps; ++step) {
-        const double ts = t0 + step * dt;
-        if ((status = mb_state_derivative(x, inputs, params, ts, k1)))
-            break;
-        for (int i = 0; i < N; ++i)
-            xs[i] = x[i] + 0.5 * dt * k1[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2)))
-            break;
-        for (int i = 0; i < N; ++i)
-            xs[i] = x[i] + 0.5 * dt * k2[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3)))
-            break;
-        for (int i = 0; i < N; ++i)
-            xs[i] = x[i] + dt * k3[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4)))
-            break;
-        for (int i = 0; i < N; ++i)
-            x[i] += dt / 6.0 * (k1[i] + 2.0 * (k2[i] + k3[i]) + k4[i]);
-        *t = t0 + (step + 1) * dt;
-    }
-    memcpy(q, x, sizeof(double) * MB_N_Q);
-    memcpy(u, x + MB_N_Q, sizeof(double) * MB_N_U);
-    return status;
-}
-
-/* Packed entry points for callers paying per foreign-call argument (ctypes: a call with one
- * argument costs about a third of one with seven).  a = {q, u, inputs, params, &t, out, qdot,
- * udot}, prepared once by the caller. */
-void mb_evaluate_packed(double *const *a)
-{
-    mb_evaluate(a[0], a[1], a[2], a[3], a[4][0], a[5]);
-}
-
-int mb_forward_dynamics_packed(double *const *a)
-{
-    return mb_forward_dynamics(a[0], a[1], a[2], a[3], a[4][0], a[6], a[7]);
-}
 """.replace("$signature", _SIGNATURE))
-
-_DOT = """
-static double mb_dot(const double *a, const double *b, int n)
-{
-    double s = 0.0;
-    for (int i = 0; i < n; ++i)
-        s += a[i] * b[i];
-    return s;
-}
-"""
 
 _CONSTRAINED = Template("""\
     {   /* Schur complement: Y = M^-1 A^T (stored transposed), S = A Y,
          * lam = S^-1 (A M^-1 F + c), u' = M^-1 F - Y lam. */
         const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
-        double y[$len_cu], s[$len_cc], lam[MB_N_CONSTRAINTS];
+        double y[$len_cu], s[$len_cc];
         for (int i = 0; i < MB_N_CONSTRAINTS; ++i) {
             memcpy(y + i * MB_N_U, a + i * MB_N_U, sizeof(double) * MB_N_U);
             mb_cholesky_solve(l, MB_N_U, y + i * MB_N_U);
@@ -296,4 +344,194 @@ _CONSTRAINED = Template("""\
             for (int k = 0; k < MB_N_U; ++k)
                 udot[k] -= lam[i] * y[i * MB_N_U + k];
     }
+""")
+
+_QUATERNIONS = Template("""\
+static const int mb_quaternion_starts[$n] = {$starts};
+
+/* Scale each quaternion block of q to unit norm.  Returns 0, or 4 at a zero or non-finite one. */
+static int mb_normalize_quaternions(double *q)
+{
+    for (int k = 0; k < $n; ++k) {
+        double *e = q + mb_quaternion_starts[k];
+        const double norm = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
+        if (!(norm > 0.0) || !isfinite(norm))
+            return 4;
+        for (int i = 0; i < 4; ++i)
+            e[i] /= norm;
+    }
+    return 0;
+}
+""")
+
+_COORDINATES = Template("""\
+static const int mb_dependent_coordinates[$n] = {$indices};
+
+/* Gauss-Newton onto Phi(q) = 0 over the dependent coordinates, in place, leaving the
+ * mb_constraints blocks at the projected q in out[].  Returns 0, or 4 if J J^T is singular or
+ * max |Phi| <= MB_PROJECTION_TOLERANCE is not reached in MB_PROJECTION_ITERATIONS steps. */
+static int mb_project_coordinates(double *q, const double *u, const double *inputs,
+                                  const double *params, double t, double *out)
+{
+    for (int iteration = 0;; ++iteration) {
+        double r[MB_N_HOLONOMIC];
+        int converged = 1;
+        mb_constraints(q, u, inputs, params, t, out);
+        for (int i = 0; i < MB_N_HOLONOMIC; ++i) {
+            r[i] = out[MB_OFFSET_PHI + i];
+            converged &= fabs(r[i]) <= MB_PROJECTION_TOLERANCE;  /* false for NaN */
+        }
+        if (converged)
+            return 0;
+        if (iteration == MB_PROJECTION_ITERATIONS
+            || mb_least_norm_correction(q, out + MB_OFFSET_PHI_JACOBIAN, MB_N_HOLONOMIC, MB_N_Q,
+                                        mb_dependent_coordinates, $n, r))
+            return 4;
+    }
+}
+""")
+
+_SPEEDS = Template("""\
+static const int mb_dependent_speeds[$n] = {$indices};
+
+/* Least-norm correction of the dependent speeds onto A u + b = 0, in place, with A and b from
+ * out[].  Returns 0, or 4 if A_S A_S^T is singular. */
+static int mb_project_speeds(double *u, const double *out)
+{
+    const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
+    double r[MB_N_CONSTRAINTS];
+    for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
+        r[i] = mb_dot(a + i * MB_N_U, u, MB_N_U) + out[MB_OFFSET_CONSTRAINT_BIAS + i];
+    return mb_least_norm_correction(u, a, MB_N_CONSTRAINTS, MB_N_U, mb_dependent_speeds, $n, r);
+}
+""")
+
+_PROJECT = Template("""\
+$helpers
+/* Project (q, u) in place onto the constraints: quaternions to unit norm, the dependent
+ * coordinates onto Phi = 0, the dependent speeds onto A u + b = 0.  Returns 0, or 4 with q and
+ * u partly corrected. */
+static int mb_project_state(double *q, double *u, const double *inputs, const double *params,
+                            double t)
+{
+$body
+}
+
+/* mb_project_state, all or nothing: returns 0, or 4 leaving q and u unchanged. */
+int mb_project(double *q, double *u, const double *inputs, const double *params, double t)
+{
+    double x[$len_x];
+    int status;
+    memcpy(x, q, sizeof(double) * MB_N_Q);
+    memcpy(x + MB_N_Q, u, sizeof(double) * MB_N_U);
+    if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t)))
+        return status;
+    memcpy(q, x, sizeof(double) * MB_N_Q);
+    memcpy(u, x + MB_N_Q, sizeof(double) * MB_N_U);
+    return 0;
+}
+""")
+
+_NO_PROJECTION = """\
+/* Nothing to project: the model has no constraints and no quaternions. */
+static int mb_project_state(double *q, double *u, const double *inputs, const double *params,
+                            double t)
+{
+    (void)q; (void)u; (void)inputs; (void)params; (void)t;
+    return 0;
+}
+
+int mb_project(double *q, double *u, const double *inputs, const double *params, double t)
+{
+    return mb_project_state(q, u, inputs, params, t);
+}
+"""
+
+_INTEGRATOR = Template("""\
+/* Whether the n values of x are all finite (no NaN, no inf). */
+static int mb_all_finite(const double *x, int n)
+{
+    for (int i = 0; i < n; ++i)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+/* Check and project the state x = [q; u] reached at the end of a step, at time t.  Returns 0, 3
+ * if it is not finite (checked first, so a diverging model reports 3 rather than a failing
+ * projection, and again after the projection), or 4 if the projection fails. */
+static int mb_finish_step(double *x, const double *inputs, const double *params, double t)
+{
+    int status;
+    if (!mb_all_finite(x, MB_N_Q + MB_N_U))
+        return 3;
+    if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t)))
+        return status;
+    return mb_all_finite(x, MB_N_Q + MB_N_U) ? 0 : 3;
+}
+
+static int mb_state_derivative(const double *x, const double *inputs, const double *params,
+                               double t, double *xdot)
+{
+    double lam[$len_c];
+    return mb_forward_dynamics(x, x + MB_N_Q, inputs, params, t, xdot, xdot + MB_N_Q, lam);
+}
+
+/* n_steps classic RK4 steps of x = [q; u] from *t, inputs held, each followed by
+ * mb_finish_step.  Returns 0 or the failing step's code (1, 2 from mb_forward_dynamics, 3, 4),
+ * leaving q, u and *t at the start of that step. */
+int mb_rk4(double *q, double *u, const double *inputs, const double *params, double *t,
+           double dt, int n_steps)
+{
+    enum { N = MB_N_Q + MB_N_U };
+    double x[$len_x], xs[$len_x], k1[$len_x], k2[$len_x], k3[$len_x], k4[$len_x];
+    const double t0 = *t;
+    int status = 0;
+    memcpy(x, q, sizeof(double) * MB_N_Q);
+    memcpy(x + MB_N_Q, u, sizeof(double) * MB_N_U);
+    for (int step = 0; step < n_steps; ++step) {
+        const double ts = t0 + step * dt, te = t0 + (step + 1) * dt;
+        if ((status = mb_state_derivative(x, inputs, params, ts, k1)))
+            break;
+        for (int i = 0; i < N; ++i)
+            xs[i] = x[i] + 0.5 * dt * k1[i];
+        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2)))
+            break;
+        for (int i = 0; i < N; ++i)
+            xs[i] = x[i] + 0.5 * dt * k2[i];
+        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3)))
+            break;
+        for (int i = 0; i < N; ++i)
+            xs[i] = x[i] + dt * k3[i];
+        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4)))
+            break;
+        for (int i = 0; i < N; ++i)
+            xs[i] = x[i] + dt / 6.0 * (k1[i] + 2.0 * (k2[i] + k3[i]) + k4[i]);
+        if ((status = mb_finish_step(xs, inputs, params, te)))
+            break;
+        memcpy(x, xs, sizeof(double) * N);
+        *t = te;
+    }
+    memcpy(q, x, sizeof(double) * MB_N_Q);
+    memcpy(u, x + MB_N_Q, sizeof(double) * MB_N_U);
+    return status;
+}
+
+/* Packed entry points for callers paying per foreign-call argument (ctypes: a call with one
+ * argument costs about a third of one with seven).  a = {q, u, inputs, params, &t, out, qdot,
+ * udot, lam}, prepared once by the caller. */
+void mb_evaluate_packed(double *const *a)
+{
+    mb_evaluate(a[0], a[1], a[2], a[3], a[4][0], a[5]);
+}
+
+int mb_forward_dynamics_packed(double *const *a)
+{
+    return mb_forward_dynamics(a[0], a[1], a[2], a[3], a[4][0], a[6], a[7], a[8]);
+}
+
+int mb_project_packed(double *const *a)
+{
+    return mb_project(a[0], a[1], a[2], a[3], a[4][0]);
+}
 """)

@@ -41,7 +41,7 @@ class CompiledModel(NumericModel):
         self._check_matches(library)
         self._time = np.zeros(1)
         b = self.buffers
-        arrays = (b.q, b.u, b.inputs, b.params, self._time, b.out, b.qdot, b.udot)
+        arrays = (b.q, b.u, b.inputs, b.params, self._time, b.out, b.qdot, b.udot, b.lam)
         self._state = tuple(_P(a.ctypes.data) for a in arrays[:4])
         self._t = _P(self._time.ctypes.data)
         # One packed argument (pointers to all buffers, made once): a foreign call costs about
@@ -51,6 +51,7 @@ class CompiledModel(NumericModel):
         self._mb_evaluate = library.mb_evaluate_packed
         self._mb_evaluate.restype = None
         self._mb_forward_dynamics = library.mb_forward_dynamics_packed
+        self._mb_project = library.mb_project_packed
         self._mb_rk4 = library.mb_rk4
 
     def evaluate_into(self, t: float = 0.0) -> None:
@@ -60,6 +61,12 @@ class CompiledModel(NumericModel):
     def forward_dynamics_into(self, t: float = 0.0) -> None:
         self._time[0] = t
         status = self._mb_forward_dynamics(self._packed)
+        if status:
+            raise FactorizationError(self.name, status, t)
+
+    def project_into(self, t: float = 0.0) -> None:
+        self._time[0] = t
+        status = self._mb_project(self._packed)
         if status:
             raise FactorizationError(self.name, status, t)
 

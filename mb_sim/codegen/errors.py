@@ -3,10 +3,13 @@ from __future__ import annotations
 
 __all__ = ["CodegenError", "FactorizationError", "FACTORIZATION_FAILURES"]
 
-# Nonzero status codes of mb_forward_dynamics / mb_rk4 (both backends use them).
+# Nonzero status codes of mb_forward_dynamics (1, 2), mb_project (4) and mb_rk4 (any); the NumPy
+# backend uses the same codes.
 FACTORIZATION_FAILURES = {
     1: "the mass matrix M is not positive definite",
     2: "A M^-1 A^T is not positive definite (are the constraints independent?)",
+    3: "state is not finite (NaN or inf)",
+    4: "projection onto the constraints failed",
 }
 
 
@@ -15,10 +18,17 @@ class CodegenError(RuntimeError):
 
 
 class FactorizationError(ArithmeticError):
-    """Forward dynamics failed: a matrix to factorize is singular or indefinite at this state."""
+    """Forward dynamics, projection or integration failed at this state.
+
+    One exception type for every status code, so callers catch one thing and branch on ``code``
+    if they need to (keys of ``FACTORIZATION_FAILURES``: 1, 2 a factorization in the forward
+    dynamics, 3 a non-finite state after an integration step, 4 projection onto the
+    constraints).  ``t`` is the time of the failing call, or for integration the start of the
+    failing step.
+    """
 
     def __init__(self, model: str, code: int, t: float):
         reason = FACTORIZATION_FAILURES.get(code, f"status {code}")
-        super().__init__(f"forward dynamics of {model!r} failed at t={t:.9g}: {reason}")
+        super().__init__(f"model {model!r} failed at t={t:.9g}: {reason}")
         self.code = code
         self.t = t

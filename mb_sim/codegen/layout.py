@@ -1,7 +1,8 @@
 """Where each output of a model lives in the flat output vector shared by all backends.
 
 Outputs are stored in ``OUTPUT_NAMES`` order, each block flattened row-major.  The dynamics
-entry points write only the ``DYNAMICS_OUTPUTS`` blocks, at the same offsets.
+entry points write only the ``DYNAMICS_OUTPUTS`` blocks, the projection onto the constraints
+only the ``PROJECTION_OUTPUTS`` blocks, at the same offsets.
 """
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import numpy as np
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
-__all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS"]
+__all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS", "PROJECTION_OUTPUTS"]
 
 DYNAMICS_OUTPUTS = (
     "mass_matrix", "forcing", "qdot", "constraint_matrix", "constraint_bias", "acceleration_bias",
 )
+PROJECTION_OUTPUTS = ("phi", "phi_jacobian", "constraint_matrix", "constraint_bias")
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,10 @@ class OutputLayout:
 
 def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]]:
     """Documented shape of each output (None: any number of rows)."""
-    n_q, n_u, n_c = eom.n_q, eom.n_u, eom.n_constraints
+    n_q, n_u, n_c, n_h = eom.n_q, eom.n_u, eom.n_constraints, eom.outputs["phi"].shape[0]
     return {
         "mass_matrix": (n_u, n_u), "forcing": (n_u, 1), "qdot": (n_q, 1), "phi": (None, 1),
+        "phi_jacobian": (n_h, n_q),
         "constraint_matrix": (n_c, n_u), "constraint_bias": (n_c, 1),
         "acceleration_bias": (n_c, 1), "link_poses": (None, 12), "kinetic_energy": (1, 1),
         "potential_energy": (1, 1),

@@ -1,9 +1,9 @@
 """What both backends share: dimensions, default parameters, work buffers, the public methods.
 
-A backend implements three in-place methods on ``buffers`` that allocate nothing per call (the
-simulator's fast path): ``evaluate_into``, ``forward_dynamics_into`` and ``rk4_into``.  The public
-methods copy their arguments into the buffers, call those and return copies.  Models are not
-thread-safe: every call shares the model's buffers.
+A backend implements four in-place methods on ``buffers`` that allocate nothing per call (the
+simulator's fast path): ``evaluate_into``, ``forward_dynamics_into``, ``project_into`` and
+``rk4_into``.  The public methods copy their arguments into the buffers, call those and return
+copies.  Models are not thread-safe: every call shares the model's buffers.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.layout import OutputLayout
+from mb_sim.codegen.projection import Projection
 from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = ["Buffers", "NumericModel"]
@@ -24,7 +25,9 @@ class Buffers:
     """The float64, C-contiguous work arrays of a model, allocated once and never replaced.
 
     Write ``q, u, inputs, params`` in place (``buffers.q[:] = ...``); results appear in ``out``
-    (flat outputs, see ``NumericModel.layout``), ``qdot`` and ``udot``.
+    (flat outputs, see ``NumericModel.layout``), ``qdot``, ``udot`` and ``lam`` (the ``n_c``
+    Lagrange multipliers of the velocity constraints: generalized constraint forces
+    ``-A^T lam``).
     """
 
     q: np.ndarray
@@ -34,6 +37,7 @@ class Buffers:
     out: np.ndarray
     qdot: np.ndarray
     udot: np.ndarray
+    lam: np.ndarray
 
 
 class NumericModel(ABC):
@@ -45,6 +49,9 @@ class NumericModel(ABC):
         As in the equations of motion.
     n_q, n_u, n_inputs, n_params, n_constraints
         Dimensions.
+    projection
+        What projection onto the constraints corrects (quaternion blocks, dependent
+        coordinates and speeds).
     parameter_values
         Default parameters (read-only), used when a method gets ``params=None``.
     layout
@@ -62,10 +69,12 @@ class NumericModel(ABC):
         self.n_q, self.n_u, self.n_constraints = eom.n_q, eom.n_u, eom.n_constraints
         self.n_inputs, self.n_params = len(eom.inputs), len(eom.parameters)
         self.layout = OutputLayout.from_equations(eom)
+        self.projection = Projection.from_equations(eom)
         self.parameter_values = np.array(eom.parameter_values, dtype=float)
         self.parameter_values.setflags(write=False)
         sizes = {"q": self.n_q, "u": self.n_u, "inputs": self.n_inputs, "params": self.n_params,
-                 "out": self.layout.size, "qdot": self.n_q, "udot": self.n_u}
+                 "out": self.layout.size, "qdot": self.n_q, "udot": self.n_u,
+                 "lam": self.n_constraints}
         self.buffers = Buffers(**{name: np.zeros(n) for name, n in sizes.items()})
         self.buffers.params[:] = self.parameter_values
 
@@ -78,7 +87,7 @@ class NumericModel(ABC):
     def forward_dynamics(
         self, q, u, inputs, params=None, t: float = 0.0,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(q', u')`` at the given state.
+        """``(q', u')`` at the given state; the Lagrange multipliers are left in ``buffers.lam``.
 
         Raises
         ------
@@ -94,14 +103,36 @@ class NumericModel(ABC):
     ) -> tuple[np.ndarray, np.ndarray, float]:
         """``(q, u, t)`` after `n_steps` fixed RK4 steps of `dt`, inputs held constant.
 
+        After each step the state is checked to be finite and projected onto the constraints
+        (as :meth:`project`, at the end of the step).
+
         Raises
         ------
         FactorizationError
-            As :meth:`forward_dynamics`; its ``t`` is the start of the failing step.
+            As :meth:`forward_dynamics` (codes 1, 2), the state became non-finite (3) or the
+            projection failed (4); its ``t`` is the start of the failing step, and ``buffers``
+            hold the state there.
         """
         self._load(q, u, inputs, params)
         t = self.rk4_into(dt, n_steps, t)
         return self.buffers.q.copy(), self.buffers.u.copy(), t
+
+    def project(self, q, u, params=None, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """``(q, u)`` projected onto unit quaternions, ``Phi(q) = 0`` and ``A u + b = 0`` at `t`.
+
+        The steps are those of :mod:`~mb_sim.codegen.projection`.  ``buffers.inputs`` are left
+        as they are (the constraints do not depend on inputs).
+
+        Raises
+        ------
+        FactorizationError
+            Code 4: the projection failed (``buffers.q, buffers.u`` are then `q`, `u`).
+        """
+        b = self.buffers
+        b.q[:], b.u[:] = q, u
+        b.params[:] = self.parameter_values if params is None else params
+        self.project_into(t)
+        return b.q.copy(), b.u.copy()
 
     @abstractmethod
     def evaluate_into(self, t: float = 0.0) -> None:
@@ -109,16 +140,25 @@ class NumericModel(ABC):
 
     @abstractmethod
     def forward_dynamics_into(self, t: float = 0.0) -> None:
-        """``q', u'`` at the state in ``buffers`` into ``buffers.qdot, buffers.udot``.
+        """``q', u'`` at the state in ``buffers`` into ``buffers.qdot, buffers.udot``, and the
+        multipliers into ``buffers.lam``.
 
         Raises FactorizationError as :meth:`forward_dynamics`.
+        """
+
+    @abstractmethod
+    def project_into(self, t: float = 0.0) -> None:
+        """Project ``buffers.q, buffers.u`` in place onto the constraints, all or nothing.
+
+        Raises FactorizationError as :meth:`project`.
         """
 
     @abstractmethod
     def rk4_into(self, dt: float, n_steps: int, t: float = 0.0) -> float:
         """Advance ``buffers.q, buffers.u`` by `n_steps` RK4 steps from `t`; the time reached.
 
-        On a FactorizationError the buffers hold the state at the start of the failing step.
+        Each step ends with a finiteness check and the projection, as :meth:`rk4`.  On a
+        FactorizationError the buffers hold the state at the start of the failing step.
         """
 
     def _load(self, q, u, inputs, params) -> None:

@@ -2,8 +2,8 @@
 
 A cache hit needs no derivation and no code generation: the index entry
 ``<robot>-<topology key>.model.json`` names the generated C (kept in the cache) and records the
-equations' header (symbol names, output shapes), and the library is loaded and verified as
-``compile_model`` does.  Parameter values always come from the robot at hand.
+equations' header (symbol names, output shapes, the indices projection uses), and the library is
+loaded and verified as ``compile_model`` does.  Parameter values always come from the robot at hand.
 """
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ from mb_sim.symbolic import EquationsOfMotion, derive_equations
 from mb_sim.symbolic.signature import topology_key
 
 __all__ = ["load_numeric_model"]
+
+# The index lists of EquationsOfMotion the header carries.
+_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "quaternion_starts")
 
 
 def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.PathLike | None = None,
@@ -60,6 +63,7 @@ def _header(eom: EquationsOfMotion) -> dict:
         "inputs": [str(s) for s in eom.inputs], "parameters": [str(s) for s in eom.parameters],
         "link_names": eom.link_names,
         "shapes": {name: list(matrix.shape) for name, matrix in eom.outputs.items()},
+        **{key: [int(i) for i in getattr(eom, key)] for key in _INDEX_LISTS},
     }
 
 
@@ -86,6 +90,7 @@ def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress)
             parameter_values=list(values.values()), time=dynamicsymbols._t, temporaries=[],
             outputs={name: Matrix.zeros(*shape) for name, shape in header["shapes"].items()},
             link_names=header["link_names"],
+            **{key: header[key] for key in _INDEX_LISTS},
         )
         model = CompiledModel(eom, directory, progress, source=source)
     except (OSError, ValueError, KeyError, TypeError, CodegenError):

@@ -4,10 +4,10 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from sympy import Matrix
+from sympy import Matrix, zeros
 from sympy.physics.mechanics import dynamicsymbols
 
-from mb_sim.model import JointEffort, Robot
+from mb_sim.model import FloatingJoint, JointEffort, Robot
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import EquationsOfMotion
 from mb_sim.symbolic.kane import derive_kane
@@ -51,6 +51,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "forcing": kane.forcing,
         "qdot": plain.qdot,
         "phi": constraints.phi,
+        "phi_jacobian": constraints.phi.jacobian(plain.q) if constraints.phi.shape[0] else zeros(0, len(plain.q)),
         "constraint_matrix": constraints.matrix,
         "constraint_bias": constraints.bias,
         "acceleration_bias": constraints.acceleration_bias,
@@ -68,4 +69,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         parameter_values=list(parameters.values()), time=dynamicsymbols._t,
         temporaries=temps.assignments, outputs=outputs, link_names=list(robot.links),
         descriptions=descriptions,
+        dependent_coordinates=[list(system.q).index(q) for q in system.q_dep],
+        dependent_speeds=[list(system.u).index(u) for u in system.u_dep],
+        quaternion_starts=[list(system.q).index(j.q[3]) for j in robot.joints.values() if isinstance(j, FloatingJoint)],
     )

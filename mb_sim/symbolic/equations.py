@@ -16,6 +16,7 @@ name                   shape          meaning
 ``forcing``            (n_u, 1)       F(q, u, inputs, t), so that M u' = F without constraints
 ``qdot``               (n_q, 1)       kinematic differential equations solved: q' = qdot(q, u)
 ``phi``                (n_h, 1)       holonomic constraint errors Phi(q) (0 when satisfied)
+``phi_jacobian``       (n_h, n_q)     dPhi/dq, for projecting coordinates onto Phi = 0
 ``constraint_matrix``  (n_c, n_u)     A(q) of the velocity constraints A u + b = 0
 ``constraint_bias``    (n_c, 1)       b(q, t)
 ``acceleration_bias``  (n_c, 1)       c(q, u, t) so that the acceleration constraints read
@@ -26,7 +27,14 @@ name                   shape          meaning
 ``potential_energy``   (1, 1)         gravitational potential energy [J]
 =====================  =============  ===========================================================
 
-Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``.
+Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``; the generalized
+constraint forces are then ``-A^T lam``.
+
+After each integration step the simulator projects the state back onto the constraints (see
+:mod:`mb_sim.codegen`): each unit quaternion block ``q[s:s + 4] = (qw, qx, qy, qz)`` for ``s`` in
+``quaternion_starts`` is renormalized, the ``dependent_coordinates`` (all coordinates if empty)
+are corrected onto ``Phi(q) = 0``, then the ``dependent_speeds`` (all speeds if empty) onto
+``A u + b = 0``.
 """
 from __future__ import annotations
 
@@ -37,14 +45,19 @@ from sympy import Expr, Matrix, Symbol
 __all__ = ["EquationsOfMotion", "OUTPUT_NAMES"]
 
 OUTPUT_NAMES = (
-    "mass_matrix", "forcing", "qdot", "phi", "constraint_matrix", "constraint_bias",
-    "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
+    "mass_matrix", "forcing", "qdot", "phi", "phi_jacobian", "constraint_matrix",
+    "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
 )
 
 
 @dataclass
 class EquationsOfMotion:
-    """Equations of motion of one robot (see the module docstring for the outputs)."""
+    """Equations of motion of one robot (see the module docstring for the outputs).
+
+    ``dependent_coordinates`` and ``dependent_speeds`` are the indices into ``q`` and ``u`` that
+    projection onto the constraints may change (empty: all); ``quaternion_starts`` holds the index
+    in ``q`` of the scalar part of each unit quaternion block ``(qw, qx, qy, qz)``.
+    """
 
     name: str
     q: list[Symbol]
@@ -57,6 +70,9 @@ class EquationsOfMotion:
     outputs: dict[str, Matrix]
     link_names: list[str] = field(default_factory=list)
     descriptions: dict[Symbol, str] = field(default_factory=dict)
+    dependent_coordinates: list[int] = field(default_factory=list)
+    dependent_speeds: list[int] = field(default_factory=list)
+    quaternion_starts: list[int] = field(default_factory=list)
 
     @property
     def n_q(self) -> int:

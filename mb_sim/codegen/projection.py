@@ -1,0 +1,160 @@
+"""Projection of a state back onto its constraints after an integration step.
+
+Fixed-step integration drifts off the constraints: unit quaternions lose their norm, holonomic
+constraints ``Phi(q) = 0`` and velocity constraints ``A u + b = 0`` stop holding.  The projection
+(the same in C, ``mb_project``, and in NumPy, :func:`project_state`):
+
+1. renormalizes each quaternion block ``q[s:s + 4]`` to unit norm;
+2. if there are holonomic constraints, moves the dependent coordinates ``S`` onto ``Phi = 0`` by
+   Gauss-Newton: until ``max |Phi| <= PROJECTION_TOLERANCE`` (at most ``PROJECTION_ITERATIONS``
+   corrections), ``J = dPhi/dq[:, S]``, solve ``(J J^T) y = Phi`` by Cholesky, ``q_S -= J^T y``;
+3. if there are velocity constraints, removes from the dependent speeds ``S_u`` the least-norm
+   correction: ``r = A u + b``, ``u_S -= A_S^T (A_S A_S^T)^-1 r``, with A, b at the projected q.
+
+It fails (status 4) on a zero or non-finite quaternion, a singular ``J J^T`` or ``A_S A_S^T``, or
+when Gauss-Newton does not reach the tolerance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from mb_sim.codegen.errors import CodegenError
+from mb_sim.symbolic.equations import EquationsOfMotion
+
+__all__ = ["PROJECTION_ITERATIONS", "PROJECTION_TOLERANCE", "Projection", "project_state"]
+
+PROJECTION_TOLERANCE = 1e-12
+PROJECTION_ITERATIONS = 20
+
+# Phi (n_h), dPhi/dq (n_h x n_q), A (n_c x n_u) and b (n_c) at the coordinates q.
+ConstraintFunction = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What the projection of one model corrects.
+
+    Attributes
+    ----------
+    quaternion_starts
+        Index in q of the scalar part of each unit quaternion block.
+    coordinates
+        The dependent coordinates (every coordinate if the model names none); empty without
+        holonomic constraints.
+    speeds
+        The dependent speeds (every speed if the model names none); empty without velocity
+        constraints.
+    """
+
+    quaternion_starts: tuple[int, ...]
+    coordinates: tuple[int, ...]
+    speeds: tuple[int, ...]
+
+    @classmethod
+    def from_equations(cls, eom: EquationsOfMotion) -> Projection:
+        """The projection of `eom`, after checking its index lists.
+
+        Raises
+        ------
+        CodegenError
+            An index is out of range or repeated, quaternion blocks overlap, or fewer dependent
+            coordinates (speeds) are named than there are holonomic (velocity) constraints.
+        """
+        n_h, n_c = eom.outputs["phi"].shape[0], eom.n_constraints
+        starts = _indices(eom, "quaternion_starts", eom.quaternion_starts, eom.n_q - 3)
+        covered = [s + k for s in starts for k in range(4)]
+        if len(set(covered)) != len(covered):
+            raise CodegenError(f"model {eom.name!r}: quaternion blocks overlap")
+        coordinates = _dependent(eom, "dependent_coordinates", eom.dependent_coordinates,
+                                 eom.n_q, n_h)
+        speeds = _dependent(eom, "dependent_speeds", eom.dependent_speeds, eom.n_u, n_c)
+        return cls(starts, coordinates, speeds)
+
+    @property
+    def needed(self) -> bool:
+        """Whether there is anything to project (else projection leaves every state as is)."""
+        return bool(self.quaternion_starts or self.coordinates or self.speeds)
+
+
+def _indices(eom: EquationsOfMotion, what: str, indices: list[int], end: int) -> tuple[int, ...]:
+    """`indices` as a tuple, after checking they are distinct and in ``range(end)``."""
+    if len(set(indices)) != len(indices) or any(not 0 <= i < end for i in indices):
+        raise CodegenError(f"model {eom.name!r}: {what} {list(indices)} must be distinct "
+                           f"indices in 0..{end - 1}")
+    return tuple(int(i) for i in indices)
+
+
+def _dependent(
+    eom: EquationsOfMotion, what: str, indices: list[int], size: int, n_constraints: int,
+) -> tuple[int, ...]:
+    """The indices to correct for `n_constraints` constraints: `indices`, or all of
+    ``range(size)`` if it is empty; none if there are no constraints."""
+    chosen = _indices(eom, what, indices, size) or tuple(range(size))
+    if n_constraints == 0:
+        return ()
+    if len(chosen) < n_constraints:
+        raise CodegenError(f"model {eom.name!r}: {len(chosen)} {what} for {n_constraints} "
+                           "constraints")
+    return chosen
+
+
+def project_state(
+    projection: Projection, q: np.ndarray, u: np.ndarray, constraints: ConstraintFunction,
+) -> int:
+    """Project `q`, `u` in place onto the constraints (see the module docstring).
+
+    Returns 0, or 4 on failure, when `q` and `u` may be partly corrected.
+    """
+    for start in projection.quaternion_starts:
+        block = q[start:start + 4]
+        norm = np.sqrt(block @ block)
+        if not (np.isfinite(norm) and norm > 0.0):
+            return 4
+        block /= norm
+    if not (projection.coordinates or projection.speeds):
+        return 0
+    try:
+        outputs = _project_coordinates(projection.coordinates, q, constraints)
+        if outputs is None:
+            return 4
+        if projection.speeds:
+            _project_speeds(projection.speeds, u, *outputs[2:])
+    except np.linalg.LinAlgError:
+        return 4
+    return 0
+
+
+def _project_coordinates(
+    coordinates: tuple[int, ...], q: np.ndarray, constraints: ConstraintFunction,
+) -> tuple[np.ndarray, ...] | None:
+    """Gauss-Newton onto ``Phi(q) = 0`` over `coordinates`, in place.
+
+    Returns the constraint outputs at the projected q (the last evaluation, which also serves the
+    speed projection), or None if the tolerance is not reached.
+    """
+    selected = list(coordinates)
+    for iteration in range(PROJECTION_ITERATIONS + 1):
+        outputs = constraints(q)
+        phi, jacobian = outputs[0], outputs[1][:, selected]
+        if np.all(np.abs(phi) <= PROJECTION_TOLERANCE):
+            return outputs
+        if iteration < PROJECTION_ITERATIONS:
+            q[selected] -= jacobian.T @ _solve_positive_definite(jacobian @ jacobian.T, phi)
+    return None
+
+
+def _project_speeds(speeds: tuple[int, ...], u: np.ndarray, matrix: np.ndarray,
+                    bias: np.ndarray) -> None:
+    """Least-norm correction of `speeds` onto ``A u + b = 0``, in place."""
+    selected = list(speeds)
+    a = matrix[:, selected]
+    u[selected] -= a.T @ _solve_positive_definite(a @ a.T, matrix @ u + bias)
+
+
+def _solve_positive_definite(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``matrix^-1 rhs`` by Cholesky, as in C; LinAlgError if `matrix` is not positive definite."""
+    lower = np.linalg.cholesky(matrix)
+    return np.linalg.solve(lower.T, np.linalg.solve(lower, rhs))
