@@ -17,6 +17,9 @@ PYPI_DEPENDENCIES = [
     "transforms3d>=0.4",
     "urdf-parser-py>=0.0.4",
     "PyYAML>=6",
+    "matplotlib>=3.7",
+    "mcap>=1.1",
+    "mcap-ros2-support>=0.5",
 ]
 TEST_DEPENDENCIES = [
     "pytest>=7",

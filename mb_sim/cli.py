@@ -1,24 +1,41 @@
-"""The ``mb-sim`` command line: inspect robots and the installation without ROS running."""
+"""The ``mb-sim`` command line: inspect, derive and simulate robots without ROS running."""
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
+import math
+import os
 import platform
+import re
 import shutil
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from mb_sim import __version__
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from mb_sim.model import Robot
+    from mb_sim.sim import Simulator, Trajectory
+
+__all__ = ["main", "build_parser", "CommandError"]
+
+#: A line the constraint analysis reports about a redundant or already satisfied constraint.
+_DROPPED = re.compile(r"constraint .* dropped")
 
 
 def _doctor(_args: argparse.Namespace) -> int:
-    """Report what this installation can do: ROS 2 messages, C compiler, Python."""
+    """Report what this installation can do: ROS 2 messages, C compiler, Python, recordings, plots."""
     checks = {
         "python": (True, platform.python_version()),
         "C compiler": (shutil.which("cc") is not None, shutil.which("cc") or "not found"),
     }
-    for module in ("rclpy", "tf2_msgs.msg", "sensor_msgs.msg", "sympy", "numpy", "scipy", "urdf_parser_py.urdf"):
+    for module in ("rclpy", "tf2_msgs.msg", "sensor_msgs.msg", "sympy", "numpy", "scipy", "urdf_parser_py.urdf",
+                   "mcap_ros2.writer", "matplotlib"):
         try:
             mod = importlib.import_module(module)
             checks[module] = (True, getattr(mod, "__version__", "ok"))
@@ -33,7 +50,39 @@ class CommandError(Exception):
     """A user-facing error: printed as one line, exit status 1."""
 
 
-def _load_robot(robot: str):
+@contextmanager
+def _culprit(name: str | None = None) -> Iterator[None]:
+    """Turn the library's errors about bad input into a CommandError naming `name`."""
+    from mb_sim.codegen import CodegenError
+    from mb_sim.sim import SimulationError
+    from mb_sim.urdf import URDFError
+
+    try:
+        yield
+    except (URDFError, SimulationError, CodegenError, ValueError, OSError) as err:
+        raise CommandError(f"{name}: {err}" if name else str(err)) from None
+
+
+def _user_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """`command` with the library's errors about bad input reported as CommandErrors."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        with _culprit():
+            return command(args)
+    return run
+
+
+def _note(line: str) -> None:
+    """A progress line on stderr, so stdout keeps only the results."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def _plain(symbol) -> str:
+    """The name of a coordinate or speed symbol without its ``(t)``."""
+    return str(symbol).removesuffix("(t)")
+
+
+def _load_robot(robot: str) -> Robot:
     """The robot model of a URDF path or shipped robot name, or CommandError."""
     from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
@@ -62,21 +111,273 @@ def _eom(args: argparse.Namespace) -> int:
     return 0
 
 
+@_user_errors
+def _info(args: argparse.Namespace) -> int:
+    """Print the component tree, the coordinates and speeds, the constraint analysis and the DoF."""
+    from mb_sim.symbolic import derive_equations
+
+    robot = _load_robot(args.robot)
+    print(robot.describe())
+    system, descriptions = robot.system, robot.descriptions
+    for title, symbols in (("Coordinates", system.q), ("Speeds", system.u)):
+        print(f"\n{title}:")
+        for symbol in symbols:
+            print(f"  {_plain(symbol)}: {descriptions.get(symbol, '')}")
+    dropped: list[str] = []
+    eom = derive_equations(robot, progress=lambda line: dropped.extend(_DROPPED.findall(line)))
+    total = len(system.holonomic_constraints) + len(system.nonholonomic_constraints)
+    print(f"\nConstraints: {eom.n_constraints} of {total} kept")
+    for line in dropped:
+        print(f"  {line}")
+    print(f"Degrees of freedom: {eom.n_u - eom.n_constraints} "
+          f"({eom.n_u} speeds - {eom.n_constraints} independent constraints)")
+    return 0
+
+
+@_user_errors
+def _derive(args: argparse.Namespace) -> int:
+    """Derive, generate and compile a robot's model into the cache; print timings and the library."""
+    from mb_sim.codegen import load_numeric_model
+
+    start = time.perf_counter()
+    robot = _load_robot(args.robot)
+    loaded = time.perf_counter()
+    lines: list[str] = []
+
+    def progress(line: str) -> None:
+        lines.append(line)
+        _note(line)
+
+    model = load_numeric_model(robot, args.backend, progress=progress)
+    done = time.perf_counter()
+    cached = " (from the cache)" if any("from the cache" in line for line in lines) else ""
+    print(f"load: {loaded - start:.2f} s")
+    print(f"derive + codegen + compile: {done - loaded:.2f} s{cached}")
+    library = getattr(model, "library_path", None)
+    print(f"library: {library}" if library is not None else "library: none (NumPy backend)")
+    return 0
+
+
+class _ProgressBar:
+    """Simulation progress on stderr: one line redrawn in place on a terminal, else a line per quarter."""
+
+    WIDTH = 30
+    #: Minimum wall time between redraws on a terminal [s].
+    REDRAW = 0.1
+
+    def __init__(self, duration: float, stream: TextIO | None = None) -> None:
+        self.duration, self.stream = duration, stream or sys.stderr
+        self.terminal = self.stream.isatty()
+        self.start = time.perf_counter()
+        self.drawn, self.quarters, self.open = 0.0, 0, False
+
+    def update(self, fraction: float, sim_time: float) -> None:
+        """Show that `fraction` of the run is done, at simulation time `sim_time`."""
+        elapsed = time.perf_counter() - self.start
+        if self.terminal:
+            if fraction < 1.0 and elapsed - self.drawn < self.REDRAW:
+                return
+            self.drawn, self.open = elapsed, fraction < 1.0
+            self.stream.write(f"\r{self._line(fraction, sim_time, elapsed)}" + ("" if self.open else "\n"))
+        elif math.floor(4 * fraction) > self.quarters:
+            self.quarters = math.floor(4 * fraction)
+            self.stream.write(f"{self._line(fraction, sim_time, elapsed)}\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End an unfinished terminal line, so what follows starts on its own line."""
+        if self.open:
+            self.stream.write("\n")
+            self.open = False
+
+    def _line(self, fraction: float, sim_time: float, elapsed: float) -> str:
+        """The bar, the percentage, the simulation time and the wall time."""
+        bar = "#" * round(self.WIDTH * fraction)
+        return (f"simulating [{bar:<{self.WIDTH}}] {100 * fraction:5.1f} %  "
+                f"t = {sim_time:.3f} / {self.duration:g} s  wall {elapsed:.1f} s")
+
+
+def _check_names(robot: Robot, inputs: dict[str, float], initial: dict[str, float]) -> None:
+    """Reject unknown joints in --input and --initial before any code is generated."""
+    from mb_sim.model import JointEffort
+
+    actuated = [j.name for j in robot.joints.values() if any(isinstance(g, JointEffort) for g in j.load_groups)]
+    for name in inputs:
+        if name not in actuated:
+            problem = "takes no effort" if name in robot.joints else "is unknown"
+            raise CommandError(f"--input: joint {name!r} {problem} (actuated joints: {', '.join(actuated) or 'none'})")
+    settable = [j.name for j in robot.joints.values() if len(j.q) == 1] + [_plain(q) for q in robot.system.q]
+    for name in initial:
+        if name not in settable:
+            raise CommandError(f"--initial: unknown joint or coordinate {name!r} (known: {', '.join(settable)})")
+
+
+@_user_errors
+def _simulate(args: argparse.Namespace) -> int:
+    """Simulate a robot under constant efforts, write what was asked and print a summary."""
+    from mb_sim.sim import INTEGRATORS, Simulator
+
+    if args.integrator not in INTEGRATORS:
+        raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
+    robot = _load_robot(args.robot)
+    inputs, initial = dict(args.input), dict(args.initial)
+    _check_names(robot, inputs, initial)
+    sim = Simulator(robot, dt=args.dt, integrator=args.integrator, backend=args.backend, progress=_note)
+    with _culprit("--initial"):
+        sim.set_state(positions=initial)
+    with _culprit("--input"):
+        sim.set_efforts(inputs)
+    bar = _ProgressBar(args.duration)
+    start = time.perf_counter()
+    try:
+        with _culprit("simulation failed"):
+            trajectory = sim.simulate(args.duration, args.sample_every, progress=lambda f: bar.update(f, sim.time))
+    finally:
+        bar.close()
+    wall = max(time.perf_counter() - start, 1e-9)
+    energy = sim.outputs().energy
+    _write_outputs(args, sim, trajectory)
+    print(f"{robot.name}: simulated {sim.time:g} s in {wall:.3g} s wall time ({sim.time / wall:.3g}x real time), "
+          f"final energy {energy:.6g} J")
+    return 0
+
+
+def _write_outputs(args: argparse.Namespace, sim: Simulator, trajectory: Trajectory) -> None:
+    """Write the CSV, MCAP and plot files asked for, naming the option of a file that fails."""
+    from mb_sim.sim.plotting import plot_trajectory
+    from mb_sim.sim.recording import recording_of, write_csv, write_mcap
+
+    title = f"{sim.robot.name}: {args.integrator} integrator, dt = {args.dt:g} s"
+    writers = (("--csv", args.csv, lambda path: write_csv(path, trajectory)),
+               ("--mcap", args.mcap, lambda path: write_mcap(path, recording_of(sim, trajectory))),
+               ("--plot", args.plot, lambda path: plot_trajectory(path, trajectory, title)))
+    for option, path, write in writers:
+        if path is not None:
+            with _culprit(option):
+                write(path)
+            _note(f"wrote {path}")
+
+
+def _number(text: str) -> float:
+    """A finite number (``float()``, never ``eval``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    """A positive finite number (durations, time steps)."""
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number of at least one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def _assignment(text: str) -> tuple[str, float]:
+    """``JOINT=VALUE`` as (name, number)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected JOINT=VALUE, got {text!r}")
+    try:
+        return name.strip(), _number(value)
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: {err}") from None
+
+
+def _output_path(text: str) -> Path:
+    """A file to write, checked before the run: not a directory, in an existing writable directory."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: it is a directory")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: no directory {str(path.parent)!r}")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: permission denied")
+    return path
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line ``mb-sim: ...`` (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"mb-sim: {message} (see '{self.prog} --help')\n")
+
+
+def _add_robot(parser: argparse.ArgumentParser) -> None:
+    """The positional ROBOT argument."""
+    parser.add_argument("robot", metavar="ROBOT",
+                        help="URDF file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
+
+
+def _add_backend(parser: argparse.ArgumentParser) -> None:
+    """The --backend option."""
+    parser.add_argument("--backend", choices=("c", "numpy"), default="c",
+                        help="compiled C (default; cached) or NumPy (no compiler needed)")
+
+
+def _add_simulate(commands: argparse._SubParsersAction) -> None:
+    """The ``simulate`` sub-command and its options."""
+    simulate = commands.add_parser(
+        "simulate", help="simulate a robot offline; write CSV, MCAP, a plot",
+        description="Simulate a robot under constant joint efforts from an initial state, with a progress bar "
+                    "on stderr and a one-line summary on stdout.")
+    _add_robot(simulate)
+    simulate.add_argument("--duration", type=_positive, required=True, metavar="T", help="simulated time [s]")
+    simulate.add_argument("--dt", type=_positive, default=1e-3, help="physics time step [s] (default 0.001)")
+    simulate.add_argument("--integrator", default="rk4", metavar="NAME",
+                          help="rk4 (default: fixed step, in C), or adaptive RK45, DOP853, Radau, BDF")
+    for option, what in (("--input", "constant effort of an actuated joint [N m or N]"),
+                         ("--initial", "initial position of a joint or coordinate [rad or m]")):
+        simulate.add_argument(option, type=_assignment, nargs="+", action="extend", default=[],
+                              metavar="JOINT=VALUE", help=f"{what} (repeatable)")
+    simulate.add_argument("--sample-every", type=_count, default=10, metavar="N",
+                          help="record every N-th step of dt (default 10)")
+    for option, what in (("--csv", "the trajectory as CSV (time, coordinates, speeds)"),
+                         ("--mcap", "/joint_states and /tf as a ROS 2 MCAP bag"),
+                         ("--plot", "a PNG plot of coordinates and speeds against time")):
+        simulate.add_argument(option, type=_output_path, metavar="FILE", help=f"write {what}")
+    _add_backend(simulate)
+    simulate.set_defaults(run=_simulate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per task."""
-    parser = argparse.ArgumentParser(prog="mb-sim", description=__doc__)
+    parser = _Parser(prog="mb-sim", description=__doc__)
     parser.add_argument("--version", action="version", version=f"mb-sim {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     doctor = commands.add_parser("doctor", help="check what this installation can do")
     doctor.set_defaults(run=_doctor)
     describe = commands.add_parser("describe", help="print a robot's component tree and symbols")
-    describe.add_argument("robot", help="URDF file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
+    _add_robot(describe)
     describe.set_defaults(run=_describe)
+    info = commands.add_parser("info", help="component tree, coordinates, constraints and degrees of freedom")
+    _add_robot(info)
+    info.set_defaults(run=_info)
     eom = commands.add_parser("eom", help="derive and print a robot's equations of motion")
-    eom.add_argument("robot", help="URDF file, or the name of a URDF shipped with mb_sim")
+    _add_robot(eom)
     eom.add_argument("--format", choices=("pretty", "latex"), default="pretty", help="output style")
     eom.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     eom.set_defaults(run=_eom)
+    derive = commands.add_parser("derive", help="derive, generate and compile a robot's model into the cache")
+    _add_robot(derive)
+    _add_backend(derive)
+    derive.set_defaults(run=_derive)
+    _add_simulate(commands)
     return parser
 
 
@@ -92,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as err:
         print(f"mb-sim: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("mb-sim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

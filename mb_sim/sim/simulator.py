@@ -1,0 +1,344 @@
+"""The simulator: state, inputs and parameters of one robot, advanced by generated code.
+
+Plain Python over a numeric model (``mb_sim.codegen``); the ROS node is a thin shell around it.
+The state lives in the model's work buffers, so the fixed-step path is one foreign call per
+``advance`` (RK4, constraint projection and quaternion renormalization all inside C).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from mb_sim.codegen import FactorizationError, load_numeric_model
+from mb_sim.model import FloatingJoint, JointEffort, JointLimitStop, Robot, load_urdf
+from mb_sim.sim.errors import SimulationError
+from mb_sim.sim.outputs import SimulationOutputs, Trajectory
+
+__all__ = ["Simulator", "INTEGRATORS", "STOP_FREQUENCY"]
+
+#: Integrators: fixed-step RK4 in generated C (real time), and scipy's adaptive solvers.
+INTEGRATORS = {
+    "rk4": "fixed-step classic Runge-Kutta in generated C (real-time default)",
+    "RK45": "adaptive explicit Runge-Kutta 4(5) (scipy solve_ivp)",
+    "DOP853": "adaptive explicit Runge-Kutta 8(5,3) (scipy solve_ivp)",
+    "Radau": "adaptive implicit Radau IIA, for stiff models (scipy solve_ivp)",
+    "BDF": "adaptive implicit backward differentiation, for stiff models (scipy solve_ivp)",
+}
+#: Joint stops are tuned to a critically damped frequency of STOP_FREQUENCY / dt rad/s.
+STOP_FREQUENCY = 0.25
+_FAILURES = {1: "the mass matrix is not positive definite",
+             2: "the constraints are singular here (A M^-1 A^T not positive definite)",
+             3: "the state became NaN or infinite",
+             4: "projecting onto the constraints failed"}
+
+
+def _plain(symbol) -> str:
+    return str(symbol).removesuffix("(t)")
+
+
+class Simulator:
+    """Simulates one robot: ``step()``, ``advance(duration)``, ``outputs()``.
+
+    Parameters
+    ----------
+    robot
+        A robot model, or a URDF path / URDF text.
+    dt
+        Physics step of the fixed-step integrator [s] (default 1 ms); also the output step of
+        ``advance`` for adaptive integrators.
+    integrator
+        A key of :data:`INTEGRATORS`.
+    backend, cache_dir, progress
+        Passed to :func:`mb_sim.codegen.load_numeric_model`.
+    rtol, atol
+        Tolerances of the adaptive integrators.
+    """
+
+    def __init__(self, robot: Robot | str | os.PathLike, *, dt: float = 1e-3, integrator: str = "rk4",
+                 backend: str = "c", cache_dir: str | os.PathLike | None = None,
+                 progress: Callable[[str], None] | None = None, rtol: float = 1e-10, atol: float = 1e-10) -> None:
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
+        if not dt > 0:
+            raise ValueError(f"dt must be positive, got {dt}")
+        self.robot = robot if isinstance(robot, Robot) else load_urdf(robot)
+        self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
+        self.dt, self.integrator, self.rtol, self.atol = dt, integrator, rtol, atol
+        system = self.robot.system
+        self.coordinate_names = [_plain(q) for q in system.q]
+        self.speed_names = [_plain(u) for u in system.u]
+        self.parameter_names = [str(p) for p in self.robot.parameters]
+        self._efforts = [(j.name, g) for j in self.robot.joints.values() for g in j.load_groups
+                         if isinstance(g, JointEffort)]
+        self.actuated_joints = [name for name, _ in self._efforts]
+        self.effort_limits = np.array([self.robot.joints[n].joint_description.limit.effort for n in self.actuated_joints])
+        self._one_dof = {j.name: (self.coordinate_names.index(_plain(j.q[0])), self.speed_names.index(_plain(j.u[0])))
+                         for j in self.robot.joints.values() if len(j.q) == 1}
+        self.time = 0.0
+        self._set_neutral()
+        self._tune_stops()
+        self._initial = (self.q, self.u, 0.0)
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def q(self) -> np.ndarray:
+        """Generalized coordinates (a copy)."""
+        return self.model.buffers.q.copy()
+
+    @property
+    def u(self) -> np.ndarray:
+        """Generalized speeds (a copy)."""
+        return self.model.buffers.u.copy()
+
+    @property
+    def efforts(self) -> np.ndarray:
+        """Applied efforts of the actuated joints (after clamping), in ``actuated_joints`` order."""
+        return self.model.buffers.inputs.copy()
+
+    def _set_neutral(self) -> None:
+        """Zero coordinates and speeds, identity quaternions, then consistent with the constraints."""
+        b = self.model.buffers
+        b.q[:], b.u[:], b.inputs[:] = 0.0, 0.0, 0.0
+        for joint in self.robot.joints.values():
+            if isinstance(joint, FloatingJoint):
+                b.q[self.coordinate_names.index(_plain(joint.q[3]))] = 1.0
+        self._project()
+
+    def reset(self) -> None:
+        """Back to the initial state (the first ``set_state`` or the neutral one), time 0."""
+        q, u, t = self._initial
+        b = self.model.buffers
+        b.q[:], b.u[:], b.inputs[:] = q, u, 0.0
+        self.time = t
+
+    def set_state(self, positions: Mapping[str, float] | None = None, velocities: Mapping[str, float] | None = None,
+                  *, q: Sequence[float] | None = None, u: Sequence[float] | None = None,
+                  time: float | None = None, as_initial: bool = True) -> None:
+        """Set coordinates and speeds, then make them consistent with the constraints.
+
+        `positions`/`velocities` name one-DoF joints or generalized coordinates/speeds; the rest
+        keep their values.  Dependent coordinates (e.g. mimic joints) are solved for; giving one
+        a value the constraints contradict is an error, not silently overridden.
+        """
+        b = self.model.buffers
+        new_q = b.q.copy() if q is None else self._vector(q, len(b.q), "q")
+        new_u = b.u.copy() if u is None else self._vector(u, len(b.u), "u")
+        given_q = self._assign(new_q, positions or {}, self.coordinate_names, 0, "position")
+        given_u = self._assign(new_u, velocities or {}, self.speed_names, 1, "velocity")
+        b.q[:], b.u[:] = new_q, new_u
+        self._project()
+        self._check_kept(given_q, b.q, self.coordinate_names, "position")
+        self._check_kept(given_u, b.u, self.speed_names, "velocity")
+        if time is not None:
+            self.time = float(time)
+        if as_initial:
+            self._initial = (self.q, self.u, self.time)
+
+    def _vector(self, values: Sequence[float], n: int, what: str) -> np.ndarray:
+        array = np.asarray(values, dtype=float)
+        if array.shape != (n,) or not np.all(np.isfinite(array)):
+            raise ValueError(f"{what} must be {n} finite numbers, got {values!r}")
+        return array.copy()
+
+    def _assign(self, target: np.ndarray, values: Mapping[str, float], names: list[str], which: int,
+                what: str) -> dict[int, float]:
+        """Write named values into `target`; the indices written, with their values."""
+        given = {}
+        for name, value in values.items():
+            if name in self._one_dof:
+                index = self._one_dof[name][which]
+            elif name in names:
+                index = names.index(name)
+            else:
+                raise ValueError(f"unknown joint or coordinate {name!r} for the {what}; "
+                                 f"known: {', '.join([*self._one_dof, *names])}")
+            value = float(value)
+            if not np.isfinite(value):
+                raise ValueError(f"{what} of {name!r} is not finite: {value}")
+            target[index] = given[index] = value
+        return given
+
+    def _check_kept(self, given: dict[int, float], actual: np.ndarray, names: list[str], what: str) -> None:
+        for index, value in given.items():
+            if abs(actual[index] - value) > 1e-9 * max(1.0, abs(value)):
+                raise ValueError(f"{what} {value} of {names[index]!r} contradicts the constraints "
+                                 f"(consistent value {actual[index]:.12g}); leave it out to have it solved")
+
+    def _project(self) -> None:
+        try:
+            self.model.project_into(self.time)
+        except FactorizationError as err:
+            raise SimulationError(f"cannot satisfy the constraints: {_FAILURES.get(err.code, err)}", self.time) from None
+
+    # -- inputs and parameters ---------------------------------------------------------------
+    def set_efforts(self, efforts: Mapping[str, float] | Sequence[float]) -> None:
+        """Commanded efforts by joint name (others unchanged) or as a full sequence; each is
+        clamped to the joint's URDF effort limit."""
+        inputs = self.model.buffers.inputs
+        if isinstance(efforts, Mapping):
+            for name, value in efforts.items():
+                if name not in self.actuated_joints:
+                    raise ValueError(f"joint {name!r} takes no effort; actuated joints: {', '.join(self.actuated_joints)}")
+                inputs[self.actuated_joints.index(name)] = self._clamped(float(value), name)
+        else:
+            values = self._vector(efforts, len(inputs), "efforts")
+            inputs[:] = [self._clamped(v, n) for v, n in zip(values, self.actuated_joints)]
+
+    def _clamped(self, value: float, joint: str) -> float:
+        if not np.isfinite(value):
+            raise ValueError(f"effort of joint {joint!r} is not finite: {value}")
+        limit = self.effort_limits[self.actuated_joints.index(joint)]
+        return float(np.clip(value, -limit, limit))
+
+    def set_parameters(self, values: Mapping[str, float]) -> None:
+        """Change parameters by name (e.g. ``{"tool_m": 2.0}``) at run time."""
+        params = self.model.buffers.params
+        for name, value in values.items():
+            if name not in self.parameter_names:
+                raise ValueError(f"unknown parameter {name!r}")
+            params[self.parameter_names.index(name)] = float(value)
+
+    def parameter(self, name: str) -> float:
+        """Current value of a parameter."""
+        return float(self.model.buffers.params[self.parameter_names.index(name)])
+
+    def _tune_stops(self) -> None:
+        """Critically damped stops at STOP_FREQUENCY / dt, scaled by each joint's inertia."""
+        stops = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, JointLimitStop)]
+        if not stops:
+            return
+        mass = self.model.evaluate(self.q, self.u, self.efforts)["mass_matrix"]
+        omega = STOP_FREQUENCY / self.dt
+        for stop in stops:
+            inertia = mass[self._one_dof[stop.parent.name][1]][self._one_dof[stop.parent.name][1]]
+            self.set_parameters({str(stop.k): inertia * omega**2, str(stop.c): 2.0 * inertia * omega})
+
+    # -- time stepping ------------------------------------------------------------------------
+    def step(self) -> None:
+        """Advance one physics step ``dt``."""
+        self.advance(self.dt)
+
+    def advance(self, duration: float) -> None:
+        """Advance by `duration` (a multiple of ``dt`` for the fixed-step integrator).
+
+        Raises SimulationError on divergence; the state is then the last good one.
+        """
+        if duration < 0:
+            raise ValueError(f"duration must not be negative, got {duration}")
+        if self.integrator == "rk4":
+            steps = round(duration / self.dt)
+            if abs(steps * self.dt - duration) > 1e-9 * max(1.0, duration):
+                raise ValueError(f"duration {duration} is not a multiple of dt {self.dt}")
+            self._advance_rk4(steps)
+        else:
+            self._advance_adaptive(duration)
+
+    def _advance_rk4(self, steps: int) -> None:
+        if steps == 0:
+            return
+        try:
+            self.time = self.model.rk4_into(self.dt, steps, self.time)
+        except FactorizationError as err:
+            self.time = err.t
+            raise self._failure(err.code) from None
+
+    def _advance_adaptive(self, duration: float) -> None:
+        b = self.model.buffers
+        start = (b.q.copy(), b.u.copy(), self.time)
+        n_q = len(b.q)
+
+        def derivative(t: float, x: np.ndarray) -> np.ndarray:
+            b.q[:], b.u[:] = x[:n_q], x[n_q:]
+            self.model.forward_dynamics_into(t)
+            return np.concatenate([b.qdot, b.udot])
+
+        try:
+            solution = solve_ivp(derivative, (self.time, self.time + duration), np.concatenate(start[:2]),
+                                 method=self.integrator, rtol=self.rtol, atol=self.atol)
+        except FactorizationError as err:
+            b.q[:], b.u[:], self.time = start
+            raise self._failure(err.code, at=err.t) from None
+        end = solution.y[:, -1]
+        if not solution.success or not np.all(np.isfinite(end)):
+            b.q[:], b.u[:], self.time = start
+            raise self._failure(3, at=float(solution.t[-1]), detail=solution.message)
+        b.q[:], b.u[:] = end[:n_q], end[n_q:]
+        self.time += duration
+        self._project()
+
+    def _failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
+        """The error for failure `code` at the (restored) current state, naming a coordinate."""
+        message = _FAILURES.get(code, f"failure code {code}") + (f" ({detail})" if detail else "")
+        return SimulationError(message, self.time if at is None else at, self._offending_coordinate())
+
+    def _offending_coordinate(self) -> str | None:
+        """The first coordinate or speed whose value or rate is not finite at, or one Euler step
+        after, the current state."""
+        b = self.model.buffers
+        names = [*self.coordinate_names, *self.speed_names]
+        state = np.concatenate([b.q, b.u])
+        try:
+            qdot, udot = self.model.forward_dynamics(b.q, b.u, b.inputs, b.params, self.time)
+        except FactorizationError:
+            return None
+        finally:
+            b.q[:], b.u[:] = state[:len(b.q)], state[len(b.q):]
+        for candidate in (state, np.concatenate([qdot, udot]), state + self.dt * np.concatenate([qdot, udot])):
+            bad = np.flatnonzero(~np.isfinite(candidate))
+            if len(bad):
+                return names[bad[0]]
+        return None
+
+    def simulate(self, duration: float, sample_every: int = 1,
+                 progress: Callable[[float], None] | None = None) -> Trajectory:
+        """Advance by `duration`, sampling every `sample_every` steps of ``dt`` (start included).
+
+        `progress` is called with the fraction done after each sample.
+        """
+        steps = round(duration / self.dt)
+        samples = [(self.time, self.q, self.u)]
+        done = 0
+        while done < steps:
+            chunk = min(sample_every, steps - done)
+            self.advance(chunk * self.dt)
+            done += chunk
+            samples.append((self.time, self.q, self.u))
+            if progress is not None:
+                progress(done / steps)
+        times, qs, us = zip(*samples)
+        return Trajectory(np.array(times), np.array(qs), np.array(us), self.coordinate_names, self.speed_names)
+
+    # -- outputs --------------------------------------------------------------------------------
+    def outputs(self) -> SimulationOutputs:
+        """Everything about the current state (see :class:`SimulationOutputs`)."""
+        b = self.model.buffers
+        self.model.evaluate_into(self.time)
+        out = self.model.layout.unpack(b.out)
+        self.model.forward_dynamics_into(self.time)
+        udot, lam = b.udot.copy(), b.lam.copy()
+        A, bias, c = out["constraint_matrix"], out["constraint_bias"].ravel(), out["acceleration_bias"].ravel()
+        poses = {}
+        for name, row in zip(self.model.link_names, out["link_poses"]):
+            pose = np.eye(4)
+            pose[:3, :3], pose[:3, 3] = row[:9].reshape(3, 3), row[9:]
+            poses[name] = pose
+        largest = lambda v: float(np.abs(v).max()) if v.size else 0.0  # noqa: E731
+        return SimulationOutputs(
+            time=self.time,
+            positions=dict(zip(self.coordinate_names, b.q.tolist())),
+            velocities=dict(zip(self.speed_names, b.u.tolist())),
+            accelerations=dict(zip(self.speed_names, udot.tolist())),
+            joint_positions={j: float(b.q[i]) for j, (i, _) in self._one_dof.items()},
+            joint_velocities={j: float(b.u[k]) for j, (_, k) in self._one_dof.items()},
+            efforts=dict(zip(self.actuated_joints, b.inputs.tolist())),
+            link_poses=poses,
+            position_error=largest(out["phi"]),
+            velocity_error=largest(A @ b.u + bias),
+            acceleration_error=largest(A @ udot + c),
+            kinetic_energy=float(out["kinetic_energy"][0, 0]),
+            potential_energy=float(out["potential_energy"][0, 0]),
+            constraint_forces=dict(zip(self.speed_names, (-A.T @ lam).tolist())),
+        )
