@@ -60,7 +60,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "potential_energy": Matrix([kane.potential_energy]),
     }
     parameters = robot.parameters
-    descriptions = {**{plain.plain(k): v for k, v in robot.descriptions.items() if k in plain._to_plain},
+    descriptions = {**{plain.plain(k): v for k, v in robot.descriptions.items() if plain.knows(k)},
                     **{k: v for k, v in robot.descriptions.items() if k in parameters},
                     **temps.meanings}
     report("done")

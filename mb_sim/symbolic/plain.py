@@ -42,6 +42,10 @@ class PlainSymbols:
         """Element-wise :meth:`convert`."""
         return matrix.applyfunc(self.convert)
 
+    def knows(self, dynamic: Basic) -> bool:
+        """Whether `dynamic` is one of the coordinates, speeds or inputs."""
+        return dynamic in self._to_plain
+
     def plain(self, dynamic: Basic) -> Symbol:
         """The plain symbol of a coordinate, speed or input."""
         return self._to_plain[dynamic]
