@@ -73,6 +73,7 @@ class ComponentBase:
         self._name = name
         self.symbols: dict[str, Basic] = {}
         self.parameter_values: dict[Basic, float] = {}
+        self._descriptions: dict[Basic, str] = {}
         self.q: MutableDenseMatrix = Matrix()
         self.u: MutableDenseMatrix = Matrix()
         self._system: System | None = None
@@ -102,8 +103,11 @@ class ComponentBase:
 
     @property
     def descriptions(self) -> dict[Basic, str]:
-        """Human descriptions of the component's symbols, coordinates and speeds."""
-        return {}
+        """Human descriptions of the component's symbols, coordinates and speeds.
+
+        Components record them in ``self._descriptions`` as they create the symbols.
+        """
+        return dict(self._descriptions)
 
     def _add_prefix(self, name: str) -> str:
         """``name`` prefixed with the component's name, so symbol names are unique."""

@@ -63,13 +63,8 @@ class JointBase(ConnectionBase):
         super().__init__(name)
         self.joint_description = description
         self.mimicked: JointBase | None = None
-        self._descriptions: dict[Basic, str] = {}
         self.frame: ReferenceFrame | None = None
         self.point: Point | None = None
-
-    @property
-    def descriptions(self) -> dict[Basic, str]:
-        return {**super().descriptions, **self._descriptions}
 
     @property
     def is_mimic(self) -> bool:

@@ -1,7 +1,7 @@
 """A URDF link as a model: a link frame, its origin, and a rigid body where it has mass."""
 from __future__ import annotations
 
-from sympy import Basic, Matrix
+from sympy import Matrix
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, inertia
 
 from mb_sim.model.base import ModelBase
@@ -26,16 +26,11 @@ class RigidLink(ModelBase):
     def __init__(self, name: str, description: LinkDescription | None = None) -> None:
         super().__init__(name)
         self.link_description = description if description is not None else LinkDescription(name, None)
-        self._descriptions: dict[Basic, str] = {}
         self.frame: ReferenceFrame | None = None
         self.origin: Point | None = None
         self.body: RigidBody | None = None
         self.com: Matrix = Matrix([0, 0, 0])
         self.inertia_matrix: Matrix = Matrix.zeros(3, 3)
-
-    @property
-    def descriptions(self) -> dict[Basic, str]:
-        return {**super().descriptions, **self._descriptions}
 
     @property
     def is_massless(self) -> bool:

@@ -1,7 +1,7 @@
 """Load groups of a robot: gravity, joint efforts (inputs), joint damping and friction."""
 from __future__ import annotations
 
-from sympy import Basic, Max, Min, Piecewise, tanh
+from sympy import Max, Min, Piecewise, tanh
 from sympy.physics.mechanics import Force, dynamicsymbols
 
 from mb_sim.model.base import LoadGroupBase
@@ -26,11 +26,6 @@ class Gravity(LoadGroupBase):
     def __init__(self, name: str, acceleration: float = STANDARD_GRAVITY) -> None:
         super().__init__(name)
         self.acceleration = acceleration
-        self._descriptions: dict[Basic, str] = {}
-
-    @property
-    def descriptions(self) -> dict[Basic, str]:
-        return {**super().descriptions, **self._descriptions}
 
     def _define_objects(self) -> None:
         self.g = parameter(self, "g", self.acceleration,
@@ -52,12 +47,8 @@ class JointEffort(LoadGroupBase):
     def _define_objects(self) -> None:
         self.effort = dynamicsymbols(self._add_prefix("effort"))
         self.symbols["effort"] = self.effort
-
-    @property
-    def descriptions(self) -> dict[Basic, str]:
         unit = "N m" if isinstance(self.parent, RevoluteJoint) else "N"
-        return {**super().descriptions,
-                self.effort: f"commanded effort of joint '{self.parent.name}' (input) [{unit}]"}
+        self._descriptions[self.effort] = f"commanded effort of joint '{self.parent.name}' (input) [{unit}]"
 
     def _define_loads(self) -> None:
         self.system.add_loads(*self.parent.generalized_force_loads(self.effort))
@@ -76,11 +67,6 @@ class JointDissipation(LoadGroupBase):
     def __init__(self, name: str, damping: float, friction: float) -> None:
         super().__init__(name)
         self.damping, self.friction = damping, friction
-        self._descriptions: dict[Basic, str] = {}
-
-    @property
-    def descriptions(self) -> dict[Basic, str]:
-        return {**super().descriptions, **self._descriptions}
 
     def _define_objects(self) -> None:
         joint, d = self.parent.name, self._descriptions
@@ -109,11 +95,6 @@ class JointLimitStop(LoadGroupBase):
     def __init__(self, name: str, lower: float | None, upper: float | None) -> None:
         super().__init__(name)
         self.lower, self.upper = lower, upper
-        self._descriptions: dict[Basic, str] = {}
-
-    @property
-    def descriptions(self) -> dict[Basic, str]:
-        return {**super().descriptions, **self._descriptions}
 
     def _define_objects(self) -> None:
         joint, d = self.parent.name, self._descriptions
