@@ -1,33 +1,58 @@
-"""Start the mb_sim simulation node for one robot.
+"""Start the mb_sim simulation node for one robot, and RViz if asked.
 
 Arguments:
-  robot        URDF shipped in share/mb_sim/urdf (name, with or without .urdf) or a path.
-  params_file  YAML with node parameters (default: share/mb_sim/config/mb_sim.yaml).
-"""
-import os
+  robot             URDF shipped in share/mb_sim/urdf (name, with or without .urdf) or a path
+                    (default: pendulum).
+  rviz              true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: false).
+  real_time_factor  simulated seconds per wall-clock second; 0 runs as fast as possible (default: 1.0).
+  params_file       YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
+                    robot and real_time_factor override its urdf_file and real_time_factor.
 
-from ament_index_python.packages import get_package_share_directory
+Example: ros2 launch mb_sim sim.launch.py robot:=arm6 rviz:=true
+"""
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
 
 
 def generate_launch_description() -> LaunchDescription:
-    share = get_package_share_directory("mb_sim")
+    config = PathJoinSubstitution([FindPackageShare("mb_sim"), "config"])
     return LaunchDescription([
         DeclareLaunchArgument(
             "robot", default_value="pendulum",
             description="URDF shipped in share/mb_sim/urdf (name) or a path to a URDF file"),
         DeclareLaunchArgument(
-            "params_file", default_value=os.path.join(share, "config", "mb_sim.yaml"),
+            "rviz", default_value="false",
+            description="Also start RViz with config/mb_sim.rviz"),
+        DeclareLaunchArgument(
+            "real_time_factor", default_value="1.0",
+            description="Simulated seconds per wall-clock second; 0 runs as fast as possible"),
+        DeclareLaunchArgument(
+            "params_file", default_value=PathJoinSubstitution([config, "mb_sim.yaml"]),
             description="YAML file with mb_sim_node parameters"),
         Node(
             package="mb_sim",
             executable="mb_sim_node",
             name="mb_sim",
             output="screen",
-            parameters=[LaunchConfiguration("params_file"),
-                        {"urdf_file": LaunchConfiguration("robot")}],
+            parameters=[
+                LaunchConfiguration("params_file"),
+                {"urdf_file": ParameterValue(LaunchConfiguration("robot"), value_type=str),
+                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float)},
+            ],
+        ),
+        Node(
+            package="rviz2",
+            executable="rviz2",
+            name="rviz2",
+            output="screen",
+            arguments=["-d", PathJoinSubstitution([config, "mb_sim.rviz"])],
+            # TF is stamped with sim time: RViz must look it up on /clock.
+            parameters=[{"use_sim_time": True}],
+            condition=IfCondition(LaunchConfiguration("rviz")),
         ),
     ])

@@ -1,13 +1,26 @@
-"""Launch files are valid Python declaring the documented arguments (launch_ros is not installable
-here; where it is, the launch description is also built)."""
+"""Launch files are valid Python declaring the documented arguments and referring only to package files
+that exist and are installed; the RViz config shows the robot (launch_ros and RViz are not installable
+here; where launch_ros is, the launch description is also built)."""
 from __future__ import annotations
 
 import ast
+import fnmatch
 import importlib.util
+import re
 
 import pytest
+import yaml
 
-LAUNCH_ARGUMENTS = {"sim.launch.py": {"robot", "params_file"}}
+LAUNCH_ARGUMENTS = {
+    "sim.launch.py": {"robot", "rviz", "real_time_factor", "params_file"},
+    "demo.launch.py": {"robot", "rviz", "real_time_factor", "params_file", "controller_params_file"},
+}
+#: Package files each launch file refers to (under share/mb_sim once installed).
+REFERENCED_FILES = {
+    "sim.launch.py": {"config/mb_sim.yaml", "config/mb_sim.rviz"},
+    "demo.launch.py": {"config/mb_sim.yaml", "config/demo_controller.yaml", "launch/sim.launch.py"},
+}
+FILE_NAME = re.compile(r"[\w.-]+\.(yaml|rviz|py|urdf)")
 
 
 def _declared_arguments(source: str) -> set[str]:
@@ -19,12 +32,55 @@ def _declared_arguments(source: str) -> set[str]:
     return names
 
 
+def _file_names(source: str) -> set[str]:
+    """String literals of a source file that are file names."""
+    return {node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and FILE_NAME.fullmatch(node.value)}
+
+
+def _installed_patterns(repo) -> list[str]:
+    """The glob patterns of setup.py's data_files: what lands in share/mb_sim."""
+    tree = ast.parse((repo / "setup.py").read_text())
+    return [ast.literal_eval(node.args[0]) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "glob"]
+
+
 @pytest.mark.parametrize("name", sorted(LAUNCH_ARGUMENTS))
 def test_launch_file_compiles_and_declares_arguments(repo, name):
     source = (repo / "launch" / name).read_text()
     compile(source, name, "exec")
     assert "def generate_launch_description" in source
     assert _declared_arguments(source) == LAUNCH_ARGUMENTS[name]
+    docstring = ast.get_docstring(ast.parse(source))
+    assert all(argument in docstring for argument in LAUNCH_ARGUMENTS[name])
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCED_FILES))
+def test_launch_file_refers_to_installed_package_files(repo, name):
+    source = (repo / "launch" / name).read_text()
+    referenced = REFERENCED_FILES[name]
+    assert _file_names(source) == {path.rsplit("/", 1)[1] for path in referenced}
+    assert "FindPackageShare(\"mb_sim\")" in source  # never a path relative to the working directory
+    patterns = _installed_patterns(repo)
+    for path in referenced:
+        assert (repo / path).is_file(), path
+        assert any(fnmatch.fnmatch(path, pattern) for pattern in patterns), f"{path} is not installed by setup.py"
+
+
+def test_rviz_config_shows_the_robot_from_its_description_topic_in_world(repo):
+    config = yaml.safe_load((repo / "config" / "mb_sim.rviz").read_text())
+    assert {panel["Class"] for panel in config["Panels"]} >= {"rviz_common/Displays", "rviz_common/Views"}
+    manager = config["Visualization Manager"]
+    assert manager["Global Options"]["Fixed Frame"] == "world"
+    displays = {display["Class"]: display for display in manager["Displays"]}
+    assert set(displays) == {"rviz_default_plugins/Grid", "rviz_default_plugins/RobotModel",
+                             "rviz_default_plugins/TF"}
+    assert all(display["Enabled"] for display in displays.values())
+    robot = displays["rviz_default_plugins/RobotModel"]
+    assert robot["Description Source"] == "Topic"
+    assert robot["Description Topic"]["Value"] == "/robot_description"
+    assert robot["Description Topic"]["Durability Policy"] == "Transient Local"  # as the node publishes it
+    assert manager["Views"]["Current"]["Class"] == "rviz_default_plugins/Orbit"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None, reason="launch_ros not installed")

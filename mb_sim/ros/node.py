@@ -1,82 +1,137 @@
-"""The ``mb_sim_node`` executable.
+"""The ``mb_sim_node`` executable: one robot simulated in real time, spoken to over ROS 2.
 
-At this stage of the project the node loads the robot and publishes ``/robot_description``
-(transient local, as robot_state_publisher does) so RViz and late joiners get the URDF.
-Dynamics, ``/joint_states``, ``/tf`` and ``/clock`` arrive with the simulator.
+Node ``mb_sim`` (:class:`mb_sim.ros.simulation_node.SimulationNode`); its parameters are
+documented in ``config/mb_sim.yaml``.  Frame ids are ``frame_prefix + link``; a root link named
+``world`` is the frame ``world_frame`` itself.
+
+Publishes
+    ``/joint_states`` (sensor_msgs/JointState) every publish period: position, velocity and
+    applied effort (0 without an actuator) of every one-DoF joint, stamped with sim time.
+    ``/tf`` (tf2_msgs/TFMessage): parent link -> child link of every moving joint.
+    ``/tf_static`` (transient local): every fixed joint, and ``world_frame -> root link``
+    (identity) unless the root link is ``world``.
+    ``/odom`` (nav_msgs/Odometry), for floating and planar joints out of the world only:
+    ``world_frame -> base``, the base's pose (the same as its /tf) and its twist in the base frame.
+    ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics.
+    ``/robot_description`` (std_msgs/String, transient local): the URDF.
+    ``/diagnostics`` (diagnostic_msgs/DiagnosticArray), about 1 Hz: status ``mb_sim: <robot>``
+    with sim time, target and achieved real-time factor, physics dt, constraint errors, total
+    energy, command age and backend; WARN while the simulation cannot keep up or commands are
+    stale, ERROR after a divergence, OK otherwise.
+
+Subscribes (ros2_control conventions)
+    ``~/effort_commands`` (std_msgs/Float64MultiArray): one effort per actuated joint, in
+    ``Simulator.actuated_joints`` order (logged at start-up); clamped to the URDF effort limits.
+    ``~/joint_commands`` (sensor_msgs/JointState): the ``effort`` of each joint in ``name``; the
+    other joints keep their command.
+    ``~/voltage_commands`` (std_msgs/Float64MultiArray): voltages of joints with a DC motor; no
+    robot has one yet, so every message is rejected ("no joint has a motor").
+    A joint whose last command is older than ``command_timeout`` (wall clock) gets zero effort
+    (logged once).  Bad commands (wrong length, NaN/inf, unknown joint, name/effort mismatch,
+    voltage without a motor) are rejected with a throttled warning naming the topic and the
+    problem; they never stop the node.
+
+Services (std_srvs)
+    ``~/reset`` (Trigger): the initial state (``initial_positions``, at rest) at sim time 0,
+    efforts zero, commands cleared; recovers from a divergence.  A pause stays.
+    ``~/pause`` (SetBool): true pauses (no physics; nothing but /diagnostics is published and
+    /clock stops), false resumes (refused after a divergence: reset first).
+    ``~/step`` (Trigger): while paused, advance exactly one publish period (a whole number of
+    physics steps) and publish; refused when not paused.
+
+Timing
+    A wall-clock (steady) timer at ``publish_rate``: each tick advances the physics, in one
+    ``Simulator.advance`` call, by the whole steps that keep sim time = wall time x
+    ``real_time_factor`` since the last start, resume or reset, then publishes.  A tick catches up
+    at most 5 publish periods; beyond that the deficit is dropped and, as whenever the achieved
+    factor (over ~1 s) falls below 90 % of the target, a throttled warning and WARN in
+    /diagnostics say so.  ``real_time_factor: 0``: a 1 ms timer, one publish period per tick.
+    The node never runs on sim time itself.  A divergence (``SimulationError``) is logged with its
+    time and coordinate, pauses the simulation and shows as ERROR until ``~/reset``.
+
+Exit status: 0 after Ctrl-C or shutdown, also during start-up (quietly, no traceback); 1 with
+one line naming the bad parameter.  The heavy imports happen inside :func:`main` so an early
+Ctrl-C exits quietly too.
 """
 from __future__ import annotations
 
+import signal
 import sys
-from pathlib import Path
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
-from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rcl_interfaces.msg import ParameterDescriptor
-from std_msgs.msg import String
+__all__ = ["main", "SimulationNode", "StartupError", "LATCHED_QOS", "DEFAULT_ROBOT"]
 
-from mb_sim.resources import robot_path
-
-__all__ = ["SimulationNode", "main", "DEFAULT_ROBOT"]
-
-DEFAULT_ROBOT = "pendulum"
-
-#: QoS of latched topics (/robot_description, /tf_static): late subscribers still get the message.
-LATCHED_QOS = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
+_LAZY = {"SimulationNode", "StartupError", "LATCHED_QOS", "DEFAULT_ROBOT", "TF_QOS"}
+#: Set by the first SIGINT/SIGTERM: from then on every way out is a quiet exit 0.
+_interrupted = False
 
 
-class StartupError(RuntimeError):
-    """The node cannot start with the parameters it was given."""
+def __getattr__(name: str):
+    """The node class and its constants, imported on first use (``mb_sim.ros.node.LATCHED_QOS``)."""
+    if name in _LAZY:
+        from mb_sim.ros import simulation_node
+
+        return getattr(simulation_node, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class SimulationNode(Node):
-    """Node that owns one robot and publishes what the simulator knows of it."""
-
-    def __init__(self) -> None:
-        super().__init__("mb_sim")
-        self.declare_parameter(
-            "robot_description", "",
-            ParameterDescriptor(description="URDF text of the robot; takes precedence over urdf_file."),
-        )
-        self.declare_parameter(
-            "urdf_file", DEFAULT_ROBOT,
-            ParameterDescriptor(description="URDF path, or the name of a URDF shipped in share/mb_sim/urdf."),
-        )
-        self.urdf_text = self._read_robot_description()
-        self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
-        self._description_pub.publish(String(data=self.urdf_text))
-        self.get_logger().info(f"published /robot_description ({len(self.urdf_text)} characters)")
-
-    def _read_robot_description(self) -> str:
-        text = self.get_parameter("robot_description").get_parameter_value().string_value
-        if text.strip():
-            return text
-        robot = self.get_parameter("urdf_file").get_parameter_value().string_value
-        try:
-            return Path(robot_path(robot)).read_text()
-        except (OSError, UnicodeDecodeError) as err:
-            raise StartupError(f"parameter urdf_file: {err}") from None
+def _on_signal(signum: int, frame) -> None:
+    """SIGINT/SIGTERM: remember it and interrupt whatever runs (imports, compiling, spinning)."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of ``mb_sim_node``: spin until Ctrl-C or shutdown, then clean up quietly."""
-    rclpy.init(args=args)
+    """Entry point of ``mb_sim_node``: spin until Ctrl-C or shutdown, then clean up quietly.
+
+    The node's own SIGINT/SIGTERM handler (rclpy installs none) turns a signal at any stage into a
+    quiet exit 0, even one that a library swallowed or that left rclpy half set up.
+    """
+    global _interrupted
+    _interrupted = False
+    previous = {signum: signal.signal(signum, _on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        return 0
+    except Exception:
+        if _interrupted:
+            return 0
+        raise
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run(args: list[str] | None) -> int:
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.signals import SignalHandlerOptions
+
+    from mb_sim.ros.simulation_node import SimulationNode, StartupError
+
+    if _interrupted:  # a KeyboardInterrupt swallowed by some import
+        return 0
     node = None
     try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = SimulationNode()
-        rclpy.spin(node)
+        if not _interrupted:
+            rclpy.spin(node)
     except StartupError as err:
+        if _interrupted:
+            return 0
         print(f"mb_sim_node: {err}", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        try:
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
+        except KeyboardInterrupt:
+            pass
     return 0
 
 

@@ -1,0 +1,130 @@
+"""Real-time pacing: how far each tick of the node's wall-clock timer advances the physics.
+
+Pure Python (no rclpy), so the logic is unit-tested without ROS.  Times are seconds: ``wall``
+from a monotonic clock, ``sim`` the simulation time.
+
+With a real-time factor ``r > 0`` the simulation keeps ``sim - sim0 = r (wall - wall0)``, measured
+from the last (re)start, resume or reset; each tick advances by the whole physics steps that are
+due, in one call.  A tick never advances more than ``MAX_CATCH_UP_PERIODS`` publish periods
+(times the factor when it exceeds 1), so a simulation that cannot keep up stays responsive: the
+deficit beyond the cap is dropped (the reference point moves; the dropped time is counted in
+``Pacer.slipped``) and reported, never silently.  With ``r = 0`` (as fast as possible) every
+tick advances one publish period.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+__all__ = ["Pacer", "Advance", "RateMonitor", "steps_per_period", "is_lagging",
+           "MAX_CATCH_UP_PERIODS", "FAST_TIMER_PERIOD", "LAG_THRESHOLD", "RATE_WINDOW"]
+
+#: At most this many publish periods of simulation per tick.
+MAX_CATCH_UP_PERIODS = 5
+#: Timer period [s] with ``real_time_factor: 0`` (as fast as possible).
+FAST_TIMER_PERIOD = 0.001
+#: The simulation is lagging when the achieved factor is below this fraction of the target.
+LAG_THRESHOLD = 0.9
+#: Window [s] over which the achieved real-time factor is measured.
+RATE_WINDOW = 1.0
+# Rounding slack when converting times into whole physics steps.
+_SLACK = 1e-6
+
+
+def steps_per_period(dt: float, publish_rate: float) -> int:
+    """Physics steps in one publish period (1 / `publish_rate`), rounded, at least one."""
+    return max(1, round(1.0 / (publish_rate * dt)))
+
+
+@dataclass(frozen=True)
+class Advance:
+    """What one tick does: advance `steps` physics steps; `capped` when the catch-up cap cut it."""
+
+    steps: int
+    capped: bool = False
+
+
+class Pacer:
+    """Decides, per tick, how many physics steps keep simulation time on real time."""
+
+    def __init__(self, dt: float, period_steps: int, real_time_factor: float,
+                 max_catch_up_periods: int = MAX_CATCH_UP_PERIODS) -> None:
+        if not dt > 0 or period_steps < 1 or real_time_factor < 0 or max_catch_up_periods < 1:
+            raise ValueError("Pacer needs dt > 0, period_steps >= 1, real_time_factor >= 0, max_catch_up_periods >= 1")
+        self.dt, self.period_steps, self.real_time_factor = dt, period_steps, real_time_factor
+        # A tick advances about period_steps x real_time_factor steps; it catches up at most
+        # max_catch_up_periods of those.
+        self.max_steps = max_catch_up_periods * max(period_steps, math.ceil(period_steps * real_time_factor))
+        self.slipped = 0.0
+        self._reference: tuple[float, float] | None = None
+
+    @property
+    def as_fast_as_possible(self) -> bool:
+        """True for ``real_time_factor == 0``."""
+        return self.real_time_factor == 0
+
+    def restart(self, wall: float, sim: float) -> None:
+        """Measure real time from here (start, resume, reset)."""
+        self._reference = (wall, sim)
+
+    def stop(self) -> None:
+        """Forget the reference point; the next tick restarts from its own time."""
+        self._reference = None
+
+    def next_advance(self, wall: float, sim: float) -> Advance:
+        """The steps due at wall time `wall` with the simulation at `sim`."""
+        if self.as_fast_as_possible:
+            return Advance(self.period_steps)
+        if self._reference is None:
+            self.restart(wall, sim)
+            return Advance(0)
+        wall0, sim0 = self._reference
+        target = sim0 + (wall - wall0) * self.real_time_factor
+        due = math.floor((target - sim) / self.dt + _SLACK)
+        if due <= 0:
+            return Advance(0)
+        if due > self.max_steps:
+            self.slipped += (due - self.max_steps) * self.dt
+            self._reference = (wall, sim + self.max_steps * self.dt)
+            return Advance(self.max_steps, capped=True)
+        return Advance(due)
+
+
+class RateMonitor:
+    """Achieved real-time factor (simulated seconds per wall second) over a sliding window."""
+
+    def __init__(self, window: float = RATE_WINDOW) -> None:
+        self.window = window
+        self._samples: deque[tuple[float, float]] = deque()
+
+    def reset(self) -> None:
+        """Forget all samples (after a pause, a reset or a step: simulation time jumped)."""
+        self._samples.clear()
+
+    def add(self, wall: float, sim: float) -> None:
+        """Record that the simulation was at `sim` at wall time `wall`."""
+        self._samples.append((wall, sim))
+        # Keep one sample at or before the window's start so the span covers the whole window.
+        while len(self._samples) > 2 and self._samples[1][0] <= wall - self.window:
+            self._samples.popleft()
+
+    def factor(self) -> float | None:
+        """Simulated over wall time across the window; None until half a window is covered."""
+        if len(self._samples) < 2:
+            return None
+        (wall0, sim0), (wall1, sim1) = self._samples[0], self._samples[-1]
+        span = wall1 - wall0
+        if span < 0.5 * self.window:
+            return None
+        return (sim1 - sim0) / span
+
+
+def is_lagging(target: float, achieved: float | None, capped_recently: bool) -> bool:
+    """Whether the simulation falls behind: the cap was hit, or the achieved factor is below
+    ``LAG_THRESHOLD`` of a positive target."""
+    if target <= 0:
+        return False
+    if capped_recently:
+        return True
+    return achieved is not None and achieved < LAG_THRESHOLD * target

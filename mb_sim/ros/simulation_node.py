@@ -1,0 +1,435 @@
+"""The ``mb_sim`` node: owns one :class:`~mb_sim.sim.Simulator`, advances it on a wall-clock
+timer and publishes its state.  Its topics, services and timing are described in
+:mod:`mb_sim.ros.node` (the executable), its parameters in ``config/mb_sim.yaml``.
+
+The logic that needs no rclpy lives beside it: :mod:`~mb_sim.ros.commands` (validation, command
+timeout), :mod:`~mb_sim.ros.pacing` (real-time pacing), :mod:`~mb_sim.ros.frames` (TF tree, base
+twist) and :mod:`~mb_sim.ros.conversions` (messages).
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+import rclpy.logging
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMessage
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+from tf2_msgs.msg import TFMessage
+
+from mb_sim.codegen import CodegenError, FactorizationError
+from mb_sim.model import ComponentError
+from mb_sim.resources import robot_path
+from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
+from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped
+from mb_sim.ros.frames import base_twist_function, frame_tree, relative_pose
+from mb_sim.ros.pacing import (
+    FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging, steps_per_period,
+)
+from mb_sim.sim import SimulationError, Simulator
+from mb_sim.urdf import URDFError
+
+__all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
+
+DEFAULT_ROBOT = "pendulum"
+#: Compiled C models (the real-time backend).
+BACKEND = "c"
+#: Seconds between two warnings about the same bad input, or about lagging.
+WARNING_THROTTLE = 2.0
+#: Period of /diagnostics [s].
+DIAGNOSTICS_PERIOD = 1.0
+
+#: QoS of latched topics (/robot_description, /tf_static): late subscribers still get the message.
+LATCHED_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+#: QoS of /tf, as tf2's TransformBroadcaster.
+TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class StartupError(RuntimeError):
+    """The node cannot start with the parameters it was given."""
+
+
+def _descriptor(description: str, numeric: bool = False) -> ParameterDescriptor:
+    # Numbers accept integers too (`-p publish_rate:=100`); values are read once, at start-up.
+    return ParameterDescriptor(description=description, dynamic_typing=numeric, read_only=True)
+
+
+class SimulationNode(Node):
+    """Owns one :class:`Simulator`, advances it on a wall-clock timer and publishes its state."""
+
+    def __init__(self) -> None:
+        super().__init__("mb_sim")
+        self._read_parameters()
+        self.urdf_text = self._load_simulator()
+        self.robot = self.sim.robot
+        self._set_initial_positions()
+        self._tree = frame_tree(self.robot, self.world_frame, self.frame_prefix)
+        if self.world_frame in {edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}:
+            raise StartupError(f"parameter world_frame: {self.world_frame!r} is also a link frame of the robot "
+                               "(choose another world_frame or a frame_prefix)")
+        self._odometry = [(edge, base_twist_function(self.robot, edge.joint)) for edge in self._tree.odometry]
+
+        self.period_steps = steps_per_period(self.dt, self.publish_rate)
+        self._pacer = Pacer(self.dt, self.period_steps, self.real_time_factor)
+        self._monitor = RateMonitor()
+        self._commands = EffortCommands(self.sim.actuated_joints, self.command_timeout)
+        self._motor_joints: list[str] = []  # joints with a DC motor model: none yet
+        self._paused = self.start_paused
+        self._failure: str | None = None  # why the simulation diverged
+        self._last_cap = -math.inf
+        self._throttled_loggers: dict = {}  # (topic, kind of problem) -> logger
+
+        self._create_interfaces()
+        self._description_pub.publish(String(data=self.urdf_text))
+        self._publish_static_transforms()
+        self._publish_state()
+        self._log_start()
+
+    def _create_interfaces(self) -> None:
+        self._joint_pub = self.create_publisher(JointState, "/joint_states", 10)
+        self._tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
+        self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
+        self._odom_pub = self.create_publisher(Odometry, "/odom", 10) if self._odometry else None
+        self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10)
+        self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+        self._effort_sub = self.create_subscription(
+            Float64MultiArray, "~/effort_commands", self._on_effort_commands, 10)
+        self._joint_sub = self.create_subscription(JointState, "~/joint_commands", self._on_joint_commands, 10)
+        self._voltage_sub = self.create_subscription(
+            Float64MultiArray, "~/voltage_commands", self._on_voltage_commands, 10)
+
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_service(SetBool, "~/pause", self._on_pause)
+        self.create_service(Trigger, "~/step", self._on_step)
+
+        # Wall-clock timers: steady time, never /clock (which this node publishes).
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        tick = FAST_TIMER_PERIOD if self._pacer.as_fast_as_possible else 1.0 / self.publish_rate
+        self._tick_timer = self.create_timer(tick, self._on_tick, clock=steady)
+        self._diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
+
+    # -- parameters --------------------------------------------------------------------------
+    def _declare_parameters(self) -> None:
+        self.declare_parameter("robot_description", "", _descriptor(
+            "URDF text of the robot; takes precedence over urdf_file."))
+        self.declare_parameter("urdf_file", DEFAULT_ROBOT, _descriptor(
+            "URDF path, or the name of a URDF shipped in share/mb_sim/urdf."))
+        self.declare_parameter("physics_dt", 0.001, _descriptor(
+            "Physics step of the fixed-step RK4 integrator [s].", numeric=True))
+        self.declare_parameter("publish_rate", 100.0, _descriptor(
+            "Rate of /joint_states, /tf, /odom and /clock [Hz, wall clock]; one publish period of "
+            "sim time is a whole number of physics steps.", numeric=True))
+        self.declare_parameter("real_time_factor", 1.0, _descriptor(
+            "Sim seconds per wall second; 0 runs as fast as possible.", numeric=True))
+        self.declare_parameter("command_timeout", 0.5, _descriptor(
+            "A joint's effort falls back to zero when its last command is older [s, wall]; 0: never.",
+            numeric=True))
+        self.declare_parameter("start_paused", False, _descriptor(
+            "Start paused (~/pause with data: false, or ~/step, to go on)."))
+        self.declare_parameter("frame_prefix", "", _descriptor(
+            "Prepended to every link frame id (as robot_state_publisher's frame_prefix)."))
+        self.declare_parameter("world_frame", "world", _descriptor(
+            "Fixed frame the robot's root hangs from (odom for mobile bases)."))
+
+    def _read_parameters(self) -> None:
+        try:
+            self._declare_parameters()
+        except ParameterException as err:  # "<problem>: <parameter>", e.g. a value of the wrong type
+            problem, _, name = str(err).rpartition(": ")
+            raise StartupError(f"parameter {name}: {problem}") from None
+        self.dt = self._number("physics_dt", lambda v: v > 0, "must be positive")
+        self.publish_rate = self._number("publish_rate", lambda v: v > 0, "must be positive")
+        self.real_time_factor = self._number("real_time_factor", lambda v: v >= 0,
+                                             "must be zero (as fast as possible) or positive")
+        self.command_timeout = self._number("command_timeout", lambda v: v >= 0,
+                                            "must be zero (no timeout) or positive")
+        self.start_paused = self.get_parameter("start_paused").value is True
+        self.world_frame = self._string("world_frame")
+        self.frame_prefix = self._string("frame_prefix", allow_empty=True)
+
+    def _number(self, name: str, valid, requirement: str) -> float:
+        value = self.get_parameter(name).value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise StartupError(f"parameter {name}: must be a finite number, got {value!r}")
+        if not valid(value):
+            raise StartupError(f"parameter {name}: {requirement}, got {value!r}")
+        return float(value)
+
+    def _string(self, name: str, allow_empty: bool = False) -> str:
+        value = self.get_parameter(name).value
+        if not allow_empty and not value.strip():
+            raise StartupError(f"parameter {name}: must not be empty")
+        return value
+
+    def _load_simulator(self) -> str:
+        """Create ``self.sim``; return the URDF text."""
+        text = self.get_parameter("robot_description").value
+        if text.strip():
+            parameter, source = "robot_description", text
+        else:
+            parameter = "urdf_file"
+            robot = self.get_parameter("urdf_file").value
+            try:
+                source = str(robot_path(robot))
+                text = Path(source).read_text()
+            except (OSError, UnicodeDecodeError) as err:
+                raise StartupError(f"parameter urdf_file: {err}") from None
+        self.get_logger().info("loading the robot (a robot's first run derives and compiles its equations "
+                               "of motion; later runs load them from the cache)")
+        try:
+            self.sim = Simulator(source, dt=self.dt, backend=BACKEND, progress=self.get_logger().info)
+        except (URDFError, ComponentError, CodegenError, SimulationError, ValueError, OSError) as err:
+            raise StartupError(f"parameter {parameter}: {err}") from None
+        return text
+
+    def _set_initial_positions(self) -> None:
+        """Declare ``initial_positions.<joint>`` for every independent one-DoF joint and apply them."""
+        joints = [joint.name for joint in self.robot.joints.values() if len(joint.q) == 1 and not joint.is_mimic]
+        for joint in joints:
+            self.declare_parameter(f"initial_positions.{joint}", 0.0, _descriptor(
+                f"Initial position of joint {joint} [rad or m].", numeric=True))
+        overrides = getattr(self, "_parameter_overrides", {})
+        unknown = sorted(name for name in overrides
+                         if name.startswith("initial_positions.") and name.split(".", 1)[1] not in joints)
+        if unknown:
+            raise StartupError(f"parameter {unknown[0]}: no such one-DoF joint; "
+                               f"joints: {', '.join(joints) or 'none'}")
+        positions = {joint: self._number(f"initial_positions.{joint}", lambda v: True, "") for joint in joints}
+        try:
+            self.sim.set_state(positions=positions)
+        except (ValueError, SimulationError) as err:
+            raise StartupError(f"parameter initial_positions: {err}") from None
+        self.initial_positions = positions
+
+    def _log_start(self) -> None:
+        log = self.get_logger()
+        actuated = self.sim.actuated_joints
+        log.info(f"robot '{self.robot.name}': {len(self.sim.coordinate_names)} coordinates; actuated joints in "
+                 f"~/effort_commands order: [{', '.join(actuated)}]" if actuated else
+                 f"robot '{self.robot.name}': {len(self.sim.coordinate_names)} coordinates; no actuated joint "
+                 "(~/effort_commands takes empty arrays)")
+        log.info("~/voltage_commands: no joint has a motor, every voltage command will be rejected")
+        if abs(self.period_steps * self.dt * self.publish_rate - 1.0) > 1e-6:
+            log.warning(f"1/publish_rate is not a multiple of physics_dt: a publish period of sim time is "
+                        f"{self.period_steps} steps ({self.period_steps * self.dt:g} s)")
+        pace = ("as fast as possible" if self._pacer.as_fast_as_possible
+                else f"real-time factor {self.real_time_factor:g}")
+        log.info(f"physics dt {self.dt:g} s, publishing at {self.publish_rate:g} Hz, {pace}"
+                 + (", paused (call ~/pause with data: false or ~/step)" if self._paused else ""))
+
+    # -- commands ----------------------------------------------------------------------------
+    def _reject(self, topic: str, error: CommandError) -> None:
+        """A throttled warning per topic and kind of problem."""
+        key = (topic, error.kind)
+        if key not in self._throttled_loggers:
+            self._throttled_loggers[key] = rclpy.logging.get_logger(self.get_logger().name)
+        self._throttled_loggers[key].warning(f"{topic}: command rejected: {error}",
+                                             throttle_duration_sec=WARNING_THROTTLE)
+
+    def _on_effort_commands(self, message: Float64MultiArray) -> None:
+        try:
+            efforts = effort_array(message.data, self.sim.actuated_joints)
+        except CommandError as err:
+            self._reject(self._effort_sub.topic_name, err)
+            return
+        self._commands.set_all(efforts, time.monotonic())
+
+    def _on_joint_commands(self, message: JointState) -> None:
+        try:
+            efforts = joint_efforts(message.name, message.effort, self.sim.actuated_joints)
+        except CommandError as err:
+            self._reject(self._joint_sub.topic_name, err)
+            return
+        self._commands.set_some(efforts, time.monotonic())
+
+    def _on_voltage_commands(self, message: Float64MultiArray) -> None:
+        try:
+            voltage_array(message.data, self._motor_joints)
+        except CommandError as err:
+            self._reject(self._voltage_sub.topic_name, err)
+
+    def _current_efforts(self, now: float) -> np.ndarray:
+        efforts, expired = self._commands.current(now)
+        if expired:
+            self.get_logger().warning(
+                f"no command for {self.command_timeout:g} s: effort of {', '.join(expired)} set to zero")
+        return efforts
+
+    # -- simulation --------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """Advancing on the timer: neither paused nor diverged."""
+        return not self._paused and self._failure is None
+
+    def _on_tick(self) -> None:
+        now = time.monotonic()
+        efforts = self._current_efforts(now)
+        if not self.running:
+            return
+        slipped = self._pacer.slipped
+        advance = self._pacer.next_advance(now, self.sim.time)
+        if advance.capped:
+            self._last_cap = now
+            self.get_logger().warning(
+                f"the simulation fell more than {MAX_CATCH_UP_PERIODS} publish periods behind real time: "
+                f"{self._pacer.slipped - slipped:.3f} s of sim time dropped ({self._pacer.slipped:.3f} s so far)",
+                throttle_duration_sec=WARNING_THROTTLE)
+        if advance.steps and self._advance(advance.steps, efforts):
+            self._publish_state()
+        self._monitor.add(now, self.sim.time)
+        achieved = self._monitor.factor()
+        if is_lagging(self.real_time_factor, achieved, capped_recently=False):
+            self.get_logger().warning(
+                f"the simulation cannot keep up: achieved real-time factor {achieved:.2f} over the last "
+                f"{RATE_WINDOW:g} s (target {self.real_time_factor:g})", throttle_duration_sec=WARNING_THROTTLE)
+
+    def _advance(self, steps: int, efforts: np.ndarray) -> bool:
+        """Advance `steps` physics steps under `efforts`; False (and paused) on divergence."""
+        self.sim.set_efforts(efforts)
+        try:
+            self.sim.advance(steps * self.dt)
+        except SimulationError as err:
+            self._fail(str(err))
+            return False
+        return True
+
+    def _fail(self, reason: str) -> None:
+        self._failure = reason
+        self.get_logger().error(f"simulation diverged at {reason}; paused, call ~/reset to start again")
+
+    def _restart_pacing(self) -> None:
+        self._pacer.stop()
+        self._monitor.reset()
+        self._last_cap = -math.inf
+
+    # -- services ----------------------------------------------------------------------------
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self.sim.reset()
+        self._commands.clear()
+        recovered, self._failure = self._failure is not None, None
+        self._restart_pacing()
+        self._publish_state()
+        response.success = True
+        response.message = "back to the initial state at sim time 0" + (" (recovered from divergence)"
+                                                                       if recovered else "")
+        self.get_logger().info(f"~/reset: {response.message}")
+        return response
+
+    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        if request.data:
+            self._paused = True
+            response.success, response.message = True, f"paused at sim time {self.sim.time:.6g} s"
+        elif self._failure is not None:
+            response.success = False
+            response.message = f"cannot resume: the simulation diverged ({self._failure}); call ~/reset"
+        else:
+            if self._paused:
+                self._restart_pacing()
+            self._paused = False
+            response.success, response.message = True, f"running from sim time {self.sim.time:.6g} s"
+        self.get_logger().info(f"~/pause: {response.message}")
+        return response
+
+    def _on_step(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self._failure is not None:
+            response.success = False
+            response.message = f"cannot step: the simulation diverged ({self._failure}); call ~/reset"
+        elif not self._paused:
+            response.success, response.message = False, "not paused: call ~/pause with data: true first"
+        elif self._advance(self.period_steps, self._current_efforts(time.monotonic())):
+            self._publish_state()
+            response.success = True
+            response.message = f"stepped {self.period_steps * self.dt:g} s to sim time {self.sim.time:.6g} s"
+        else:
+            response.success, response.message = False, f"the simulation diverged ({self._failure})"
+        return response
+
+    # -- publishing ---------------------------------------------------------------------------
+    def _publish_static_transforms(self) -> None:
+        poses = self.sim.outputs().link_poses
+        transforms = [transform_stamped(edge.parent_frame, edge.child_frame,
+                                        relative_pose(poses.get(edge.parent_link), poses[edge.child_link]),
+                                        stamp(0.0))
+                      for edge in self._tree.static]
+        self._tf_static_pub.publish(TFMessage(transforms=transforms))
+
+    def _publish_state(self) -> None:
+        try:
+            out = self.sim.outputs()
+        except FactorizationError as err:  # a state the dynamics cannot handle
+            self._fail(str(err))
+            return
+        now = stamp(out.time)
+        names = list(out.joint_positions)
+        self._joint_pub.publish(joint_state(
+            names, [out.joint_positions[n] for n in names], [out.joint_velocities[n] for n in names],
+            [out.efforts.get(n, 0.0) for n in names], now))
+        poses = out.link_poses
+        if self._tree.moving:
+            self._tf_pub.publish(TFMessage(transforms=[
+                transform_stamped(edge.parent_frame, edge.child_frame,
+                                  relative_pose(poses.get(edge.parent_link), poses[edge.child_link]), now)
+                for edge in self._tree.moving]))
+        if self._odometry:
+            q, u = self.sim.q, self.sim.u
+            for edge, twist in self._odometry:
+                linear, angular = twist(q, u)
+                self._odom_pub.publish(odometry(self.world_frame, edge.child_frame, poses[edge.child_link],
+                                                linear, angular, now))
+        self._clock_pub.publish(ClockMessage(clock=now))
+
+    def _publish_diagnostics(self) -> None:
+        now = time.monotonic()
+        achieved = self._monitor.factor() if self.running else None
+        lagging = self.running and is_lagging(self.real_time_factor, achieved, now - self._last_cap < RATE_WINDOW)
+        values = {
+            "state": "diverged" if self._failure else "paused" if self._paused else "running",
+            "sim time [s]": f"{self.sim.time:.6f}",
+            "target real-time factor": ("0 (as fast as possible)" if self._pacer.as_fast_as_possible
+                                        else f"{self.real_time_factor:g}"),
+            "achieved real-time factor": "n/a" if achieved is None else f"{achieved:.3f}",
+            "sim time dropped to keep up [s]": f"{self._pacer.slipped:.3f}",
+            "physics dt [s]": f"{self.dt:g}",
+            "publish rate [Hz]": f"{self.publish_rate:g}",
+        }
+        try:
+            out = self.sim.outputs()
+            values |= {"constraint position error": f"{out.position_error:.3g}",
+                       "constraint velocity error": f"{out.velocity_error:.3g}",
+                       "total energy [J]": f"{out.kinetic_energy + out.potential_energy:.9g}"}
+        except FactorizationError as err:
+            values["outputs"] = f"unavailable: {err}"
+        age = self._commands.age(now)
+        values["command age [s]"] = "no command yet" if age is None else f"{age:.3f}"
+        values["backend"] = f"{BACKEND} ({type(self.sim.model).__name__}, rk4)"
+        if self._failure is not None:
+            level, message = DiagnosticStatus.ERROR, f"diverged at {self._failure}; call ~/reset"
+        elif lagging:
+            level = DiagnosticStatus.WARN
+            message = f"cannot keep up: real-time factor {values['achieved real-time factor']} " \
+                      f"of {self.real_time_factor:g}"
+        elif self._commands.stale:
+            level, message = DiagnosticStatus.WARN, f"commands stale (older than {self.command_timeout:g} s)"
+        else:
+            level, message = DiagnosticStatus.OK, values["state"]
+        status = DiagnosticStatus(level=level, name=f"mb_sim: {self.robot.name}", message=message,
+                                  hardware_id=self.robot.name,
+                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics_pub.publish(array)

@@ -1,0 +1,267 @@
+"""The node's logic that needs no ROS: command validation, pacing, frames and message conversion."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from transforms3d.euler import euler2mat
+
+from mb_sim.model import load_urdf
+from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
+from mb_sim.ros.conversions import (
+    odometry, pose_matrix, quaternion, seconds, stamp, transform_matrix, transform_stamped,
+)
+from mb_sim.ros.frames import base_twist_function, frame_tree, relative_pose
+from mb_sim.ros.pacing import Pacer, RateMonitor, is_lagging, steps_per_period
+
+JOINTS = ["shoulder", "elbow"]
+
+
+# -- commands ---------------------------------------------------------------------------------
+def test_effort_array_accepts_one_finite_value_per_joint():
+    assert effort_array([1.0, -2.5], JOINTS).tolist() == [1.0, -2.5]
+
+
+@pytest.mark.parametrize("data, kind", [([1.0], "length"), ([1.0, 2.0, 3.0], "length"),
+                                        ([math.nan, 0.0], "not_finite"), ([0.0, -math.inf], "not_finite")])
+def test_effort_array_rejects(data, kind):
+    with pytest.raises(CommandError) as err:
+        effort_array(data, JOINTS)
+    assert err.value.kind == kind
+    assert str(err.value)
+
+
+def test_effort_array_names_the_expected_order():
+    with pytest.raises(CommandError, match="shoulder, elbow"):
+        effort_array([], JOINTS)
+
+
+def test_joint_efforts_by_name():
+    assert joint_efforts(["elbow"], [3.0], JOINTS) == {"elbow": 3.0}
+
+
+@pytest.mark.parametrize("names, efforts, kind", [
+    (["elbow"], [], "length"), (["elbow", "shoulder"], [1.0], "length"), (["wrist"], [1.0], "unknown_joint"),
+    (["elbow"], [math.nan], "not_finite"), (["elbow", "elbow"], [1.0, 2.0], "duplicate_joint"), ([], [], "empty")])
+def test_joint_efforts_rejects(names, efforts, kind):
+    with pytest.raises(CommandError) as err:
+        joint_efforts(names, efforts, JOINTS)
+    assert err.value.kind == kind
+
+
+def test_unknown_joint_message_names_the_joint_and_the_actuated_ones():
+    with pytest.raises(CommandError, match="'wrist'.*shoulder, elbow"):
+        joint_efforts(["wrist"], [1.0], JOINTS)
+
+
+def test_voltage_without_motor_is_rejected():
+    with pytest.raises(CommandError, match="no joint has a motor") as err:
+        voltage_array([1.0, 2.0], [])
+    assert err.value.kind == "no_motor"
+    assert voltage_array([12.0], ["elbow"]).tolist() == [12.0]
+    with pytest.raises(CommandError):
+        voltage_array([12.0, 1.0], ["elbow"])
+
+
+def test_commands_time_out_per_joint_and_are_reported_once():
+    commands = EffortCommands(JOINTS, timeout=0.5)
+    assert commands.age(0.0) is None
+    commands.set_all([1.0, 2.0], now=10.0)
+    commands.set_some({"elbow": 3.0}, now=10.3)
+    efforts, expired = commands.current(10.4)
+    assert efforts.tolist() == [1.0, 3.0] and expired == [] and not commands.stale
+    efforts, expired = commands.current(10.6)
+    assert efforts.tolist() == [0.0, 3.0] and expired == ["shoulder"] and commands.stale
+    efforts, expired = commands.current(10.7)
+    assert efforts.tolist() == [0.0, 3.0] and expired == []  # once
+    efforts, expired = commands.current(10.9)
+    assert efforts.tolist() == [0.0, 0.0] and expired == ["elbow"]
+    assert commands.age(11.0) == pytest.approx(0.7)
+    commands.set_all([4.0, 5.0], now=11.0)
+    assert not commands.stale and commands.current(11.1)[0].tolist() == [4.0, 5.0]
+    commands.clear()
+    assert commands.current(11.1)[0].tolist() == [0.0, 0.0] and commands.age(11.1) is None
+    assert not commands.stale
+
+
+def test_zero_timeout_keeps_commands():
+    commands = EffortCommands(JOINTS, timeout=0.0)
+    commands.set_all([1.0, 2.0], now=0.0)
+    assert commands.current(1e6)[0].tolist() == [1.0, 2.0]
+
+
+# -- pacing --------------------------------------------------------------------------------
+def test_steps_per_period():
+    assert steps_per_period(0.001, 100.0) == 10
+    assert steps_per_period(0.001, 30.0) == 33
+    assert steps_per_period(0.01, 1000.0) == 1
+
+
+def test_pacer_keeps_sim_time_on_wall_time():
+    pacer = Pacer(dt=0.001, period_steps=10, real_time_factor=1.0)
+    sim = 0.0
+    assert pacer.next_advance(100.0, sim).steps == 0  # first tick: the reference point
+    total = 0
+    for k in range(1, 101):
+        wall = 100.0 + 0.01 * k + (0.003 if k % 3 == 0 else 0.0)  # jittery ticks
+        advance = pacer.next_advance(wall, sim)
+        assert not advance.capped
+        sim += advance.steps * 0.001
+        total += advance.steps
+        assert wall - 100.0 - 0.001 < sim <= wall - 100.0 + 1e-9
+    assert total == 1000
+
+
+def test_pacer_real_time_factor_scales():
+    pacer = Pacer(dt=0.001, period_steps=10, real_time_factor=0.5)
+    pacer.restart(0.0, 2.0)
+    assert pacer.next_advance(0.1, 2.0).steps == 50
+
+
+def test_pacer_caps_catch_up_and_drops_the_deficit():
+    pacer = Pacer(dt=0.001, period_steps=10, real_time_factor=1.0, max_catch_up_periods=5)
+    pacer.restart(0.0, 0.0)
+    advance = pacer.next_advance(1.0, 0.0)  # a one-second hiccup
+    assert advance.steps == 50 and advance.capped
+    assert pacer.slipped == pytest.approx(0.95)
+    # From here, real time is measured anew: the next period is due normally.
+    assert pacer.next_advance(1.01, 0.05).steps == 10
+
+
+def test_pacer_restart_after_pause():
+    pacer = Pacer(dt=0.001, period_steps=10, real_time_factor=1.0)
+    pacer.restart(0.0, 0.0)
+    assert pacer.next_advance(0.01, 0.0).steps == 10
+    pacer.stop()  # paused for a while
+    assert pacer.next_advance(50.0, 0.01).steps == 0
+    assert pacer.next_advance(50.01, 0.01).steps == 10
+
+
+def test_pacer_as_fast_as_possible_advances_a_period_per_tick():
+    pacer = Pacer(dt=0.001, period_steps=10, real_time_factor=0.0)
+    assert pacer.as_fast_as_possible
+    assert [pacer.next_advance(t, 0.0).steps for t in (0.0, 0.0, 5.0)] == [10, 10, 10]
+
+
+def test_pacer_rejects_bad_settings():
+    with pytest.raises(ValueError):
+        Pacer(dt=0.0, period_steps=10, real_time_factor=1.0)
+    with pytest.raises(ValueError):
+        Pacer(dt=0.001, period_steps=10, real_time_factor=-1.0)
+
+
+def test_rate_monitor_measures_over_its_window():
+    monitor = RateMonitor(window=1.0)
+    assert monitor.factor() is None
+    for k in range(301):  # 3 s at half real time
+        monitor.add(0.01 * k, 0.005 * k)
+    assert monitor.factor() == pytest.approx(0.5)
+    monitor.reset()
+    monitor.add(0.0, 0.0)
+    monitor.add(0.1, 0.1)
+    assert monitor.factor() is None  # less than half a window
+
+
+def test_is_lagging():
+    assert not is_lagging(1.0, None, False)
+    assert not is_lagging(1.0, 0.95, False)
+    assert is_lagging(1.0, 0.85, False)
+    assert is_lagging(1.0, 1.0, True)
+    assert not is_lagging(0.0, 0.1, True)  # as fast as possible never lags
+
+
+# -- conversions --------------------------------------------------------------------------
+def _pose(xyz, rpy) -> np.ndarray:
+    pose = np.eye(4)
+    pose[:3, :3] = euler2mat(*rpy, axes="sxyz")
+    pose[:3, 3] = xyz
+    return pose
+
+
+def test_stamp_round_trips():
+    for t in (0.0, 0.001, 1.5, 12345.000000001, 2.9999999999):
+        message = stamp(t)
+        assert 0 <= message.nanosec < 10**9
+        assert seconds(message) == pytest.approx(t, abs=1e-9)
+    assert (stamp(1.25).sec, stamp(1.25).nanosec) == (1, 250_000_000)
+
+
+def test_transform_of_a_pose_round_trips():
+    pose = _pose([0.1, -2.0, 3.5], [0.3, -1.2, 2.8])
+    message = transform_stamped("a", "b", pose, stamp(2.0))
+    assert (message.header.frame_id, message.child_frame_id, message.header.stamp.sec) == ("a", "b", 2)
+    r = message.transform.rotation
+    assert r.w >= 0 and math.isclose(r.x**2 + r.y**2 + r.z**2 + r.w**2, 1.0)
+    np.testing.assert_allclose(transform_matrix(message.transform), pose, atol=1e-12)
+
+
+def test_quaternion_of_a_quarter_turn_about_z():
+    q = quaternion(euler2mat(0, 0, math.pi / 2))
+    np.testing.assert_allclose([q.x, q.y, q.z, q.w], [0, 0, math.sqrt(0.5), math.sqrt(0.5)], atol=1e-15)
+
+
+def test_odometry_message():
+    pose = _pose([1.0, 2.0, 0.5], [0.0, 0.0, 0.4])
+    message = odometry("odom", "r/base", pose, [1.0, 0.0, 0.0], [0.0, 0.0, 0.2], stamp(3.0))
+    assert (message.header.frame_id, message.child_frame_id) == ("odom", "r/base")
+    np.testing.assert_allclose(pose_matrix(message.pose.pose), pose, atol=1e-12)
+    assert (message.twist.twist.linear.x, message.twist.twist.angular.z) == (1.0, 0.2)
+
+
+def test_relative_pose():
+    parent, child = _pose([1, 0, 0], [0, 0, 0.5]), _pose([0, 2, 1], [0.1, 0.2, 0.3])
+    np.testing.assert_allclose(parent @ relative_pose(parent, child), child, atol=1e-12)
+    np.testing.assert_array_equal(relative_pose(None, child), child)
+
+
+# -- frames ---------------------------------------------------------------------------------
+def test_frame_tree_of_a_fixed_base_arm(repo):
+    tree = frame_tree(load_urdf(repo / "urdf" / "arm6.urdf"), "world", "")
+    static = {(e.parent_frame, e.child_frame) for e in tree.static}
+    assert static == {("world", "base_link"), ("wrist_3_link", "tool0")}
+    assert len(tree.moving) == 6 and not tree.odometry
+    assert tree.moving[0].parent_frame == "base_link"
+
+
+def test_frame_tree_of_a_floating_body_with_prefix(repo):
+    tree = frame_tree(load_urdf(repo / "urdf" / "free_body.urdf"), "odom", "r1/")
+    assert [(e.parent_frame, e.child_frame) for e in tree.moving] == [("odom", "r1/body")]
+    assert [(e.parent_frame, e.child_frame) for e in tree.static] == [("r1/body", "r1/camera_mount")]
+    assert [e.joint for e in tree.odometry] == ["base_joint"]
+
+
+def test_base_twist_is_in_the_body_frame(repo):
+    robot = load_urdf(repo / "urdf" / "free_body.urdf")
+    twist = base_twist_function(robot, "base_joint")
+    # Body yawed by 90 degrees, moving along world x and spinning about its own x axis.
+    half = math.sqrt(0.5)
+    q = [0.0, 0.0, 0.0, half, 0.0, 0.0, half]
+    u = [1.0, 0.0, 0.0, 0.7, 0.0, 0.0]
+    linear, angular = twist(q, u)
+    np.testing.assert_allclose(linear, [0.0, -1.0, 0.0], atol=1e-12)  # world x is body -y
+    np.testing.assert_allclose(angular, [0.7, 0.0, 0.0], atol=1e-12)
+
+
+PLANAR_BASE = """<robot name="rover">
+  <link name="world"/>
+  <link name="chassis">
+    <inertial><mass value="10"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.2" iyz="0" izz="0.3"/></inertial>
+  </link>
+  <joint name="base_joint" type="planar">
+    <parent link="world"/><child link="chassis"/><origin xyz="0 0 0.1"/><axis xyz="0 0 1"/>
+  </joint>
+</robot>"""
+
+
+def test_planar_base_twist_and_frames():
+    robot = load_urdf(PLANAR_BASE)
+    tree = frame_tree(robot, "odom", "")
+    assert [(e.parent_frame, e.child_frame, e.odometry) for e in tree.moving] == [("odom", "chassis", True)]
+    assert tree.static == []
+    twist = base_twist_function(robot, "base_joint")
+    theta = 0.5
+    linear, angular = twist([1.0, 2.0, theta], [0.3, -0.2, 0.9])
+    c, s = math.cos(theta), math.sin(theta)
+    np.testing.assert_allclose(linear, [c * 0.3 + s * -0.2, -s * 0.3 + c * -0.2, 0.0], atol=1e-12)
+    np.testing.assert_allclose(angular, [0.0, 0.0, 0.9], atol=1e-12)
