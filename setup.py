@@ -52,6 +52,8 @@ setup(
         "console_scripts": [
             "mb_sim_node = mb_sim.ros.node:main",
             "mb-sim = mb_sim.cli:main",
+            "mb_sim_demo_controller = mb_sim.ros.controller:main",
+            "mb-sim-demo = mb_sim.ros.demo:main",
         ],
         "mb_sim.components": [],
     },
