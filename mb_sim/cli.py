@@ -77,11 +77,6 @@ def _note(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _plain(symbol) -> str:
-    """The name of a coordinate or speed symbol without its ``(t)``."""
-    return str(symbol).removesuffix("(t)")
-
-
 def _load_robot(robot: str) -> Robot:
     """The robot model of a URDF path or shipped robot name, or CommandError."""
     from mb_sim.model import load_urdf
@@ -114,6 +109,7 @@ def _eom(args: argparse.Namespace) -> int:
 @_user_errors
 def _info(args: argparse.Namespace) -> int:
     """Print the component tree, the coordinates and speeds, the constraint analysis and the DoF."""
+    from mb_sim.model import symbol_name
     from mb_sim.symbolic import derive_equations
 
     robot = _load_robot(args.robot)
@@ -122,7 +118,7 @@ def _info(args: argparse.Namespace) -> int:
     for title, symbols in (("Coordinates", system.q), ("Speeds", system.u)):
         print(f"\n{title}:")
         for symbol in symbols:
-            print(f"  {_plain(symbol)}: {descriptions.get(symbol, '')}")
+            print(f"  {symbol_name(symbol)}: {descriptions.get(symbol, '')}")
     dropped: list[str] = []
     eom = derive_equations(robot, progress=lambda line: dropped.extend(_DROPPED.findall(line)))
     total = len(system.holonomic_constraints) + len(system.nonholonomic_constraints)
@@ -199,14 +195,14 @@ class _ProgressBar:
 
 def _check_names(robot: Robot, inputs: dict[str, float], initial: dict[str, float]) -> None:
     """Reject unknown joints in --input and --initial before any code is generated."""
-    from mb_sim.model import JointEffort
+    from mb_sim.model import JointEffort, symbol_name
 
     actuated = [j.name for j in robot.joints.values() if any(isinstance(g, JointEffort) for g in j.load_groups)]
     for name in inputs:
         if name not in actuated:
             problem = "takes no effort" if name in robot.joints else "is unknown"
             raise CommandError(f"--input: joint {name!r} {problem} (actuated joints: {', '.join(actuated) or 'none'})")
-    settable = [j.name for j in robot.joints.values() if len(j.q) == 1] + [_plain(q) for q in robot.system.q]
+    settable = [j.name for j in robot.joints.values() if len(j.q) == 1] + [symbol_name(q) for q in robot.system.q]
     for name in initial:
         if name not in settable:
             raise CommandError(f"--initial: unknown joint or coordinate {name!r} (known: {', '.join(settable)})")

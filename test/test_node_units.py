@@ -12,7 +12,7 @@ from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, join
 from mb_sim.ros.conversions import (
     odometry, pose_matrix, quaternion, seconds, stamp, transform_matrix, transform_stamped,
 )
-from mb_sim.ros.frames import base_twist_function, frame_tree, relative_pose
+from mb_sim.sim.frames import base_twist_function, frame_tree, relative_pose
 from mb_sim.ros.pacing import Pacer, RateMonitor, is_lagging, steps_per_period
 
 JOINTS = ["shoulder", "elbow"]

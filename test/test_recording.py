@@ -11,6 +11,7 @@ from transforms3d.quaternions import quat2mat
 
 from mb_sim.sim.outputs import Trajectory
 from mb_sim.sim.plotting import plot_trajectory
+from mb_sim.sim.frames import Edge
 from mb_sim.sim.recording import Recording, message_definition, relative_transforms, write_csv, write_mcap
 
 SEPARATOR = "=" * 80
@@ -50,7 +51,8 @@ def two_link_recording(trajectory: Trajectory, root: str = "base") -> Recording:
         times=trajectory.times, joint_names=["shoulder", "elbow"], positions=trajectory.q,
         velocities=trajectory.u, efforts=np.tile([0.5, 0.0], (len(trajectory.times), 1)),
         link_names=[root, "upper", "lower"], link_poses=np.array(poses),
-        frames=[(root, "upper"), ("upper", "lower")], root_link=root,
+        edges=[*([Edge(None, None, root, "world", root)] if root != "world" else []),
+               Edge("shoulder", root, "upper", root, "upper"), Edge("elbow", "upper", "lower", "upper", "lower")],
     )
 
 

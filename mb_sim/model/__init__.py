@@ -4,7 +4,9 @@ After SymBRiM: a robot is a :class:`Robot` model whose submodels are :class:`Rig
 whose connections are joints; loads are load groups.  ``load_urdf`` builds one from a URDF.
 """
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
-from mb_sim.model.base import ComponentBase, ComponentError, ConnectionBase, LoadGroupBase, ModelBase
+from mb_sim.model.base import (
+    ComponentBase, ComponentError, ConnectionBase, LoadGroupBase, ModelBase, symbol_name,
+)
 from mb_sim.model.builder import build_robot, load_urdf
 from mb_sim.model.joints import (
     FixedJoint, FloatingJoint, JointBase, PlanarJoint, PrismaticJoint, RevoluteJoint,
@@ -21,5 +23,5 @@ __all__ = [
     "FixedJoint", "FloatingJoint", "Gravity", "JointBase", "JointDissipation", "JointEffort", "JointLimitStop",
     "LoadGroupBase", "ModelBase", "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint",
     "RigidLink", "Robot", "build_robot", "component_class", "link_poses", "load_urdf",
-    "registered_components",
+    "registered_components", "symbol_name",
 ]

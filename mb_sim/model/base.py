@@ -21,7 +21,12 @@ from sympy.physics.mechanics import System
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement, Requirement
 
-__all__ = ["ComponentBase", "ConnectionBase", "LoadGroupBase", "ModelBase", "ComponentError"]
+__all__ = ["ComponentBase", "ConnectionBase", "LoadGroupBase", "ModelBase", "ComponentError", "symbol_name"]
+
+
+def symbol_name(symbol: Basic) -> str:
+    """A symbol's name; for a coordinate, speed or input (a function of time) without ``(t)``."""
+    return str(symbol).removesuffix("(t)")
 
 
 class ComponentError(TypeError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sympy import Basic
 from sympy.physics.mechanics import Point, ReferenceFrame, System
 
-from mb_sim.model.base import ComponentBase, ComponentError, ConnectionBase, ModelBase
+from mb_sim.model.base import ComponentBase, ComponentError, ConnectionBase, ModelBase, symbol_name
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
 
@@ -106,7 +106,7 @@ class Robot(ModelBase):
 
 
 def _symbol_line(symbol: Basic, description: str, value: float | None, indent: int) -> str:
-    name = getattr(symbol, "name", None) or str(symbol).replace("(t)", "")
+    name = symbol_name(symbol)
     shown = f" = {value:.6g}" if value is not None else ""
     return f"{'  ' * indent}{name}{shown}: {description}"
 

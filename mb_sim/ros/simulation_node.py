@@ -3,7 +3,7 @@ timer and publishes its state.  Its topics, services and timing are described in
 :mod:`mb_sim.ros.node` (the executable), its parameters in ``config/mb_sim.yaml``.
 
 The logic that needs no rclpy lives beside it: :mod:`~mb_sim.ros.commands` (validation, command
-timeout), :mod:`~mb_sim.ros.pacing` (real-time pacing), :mod:`~mb_sim.ros.frames` (TF tree, base
+timeout), :mod:`~mb_sim.ros.pacing` (real-time pacing), :mod:`~mb_sim.sim.frames` (TF tree, base
 twist) and :mod:`~mb_sim.ros.conversions` (messages).
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from mb_sim.model import ComponentError
 from mb_sim.resources import robot_path
 from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
 from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped
-from mb_sim.ros.frames import base_twist_function, frame_tree, relative_pose
+from mb_sim.sim.frames import base_twist_function, frame_tree, relative_pose
 from mb_sim.ros.pacing import (
     FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging, steps_per_period,
 )

@@ -41,16 +41,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from transforms3d.quaternions import mat2quat
 
+from mb_sim.model import symbol_name
+from mb_sim.sim.frames import Edge, frame_tree, relative_pose
 from mb_sim.sim.outputs import Trajectory
 
 if TYPE_CHECKING:
     from mb_sim.codegen import NumericModel
     from mb_sim.sim.simulator import Simulator
 
-__all__ = ["Recording", "write_csv", "write_mcap", "recording_of", "message_definition", "relative_transforms",
-           "WORLD_FRAME"]
+__all__ = ["Recording", "write_csv", "write_mcap", "recording_of", "message_definition", "relative_transforms"]
 
-WORLD_FRAME = "world"
 _PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
                "int64", "uint64", "string", "wstring"}
 _SEPARATOR = "=" * 80
@@ -68,8 +68,8 @@ class Recording:
     """What an MCAP file records: sampled one-DoF joints and link poses.
 
     ``positions``, ``velocities``, ``efforts`` are (samples, joints) in ``joint_names`` order;
-    ``link_poses`` (samples, links, 4, 4) are world poses in ``link_names`` order; ``frames`` are
-    the (parent link, child link) pairs of the joints; ``root_link`` is the tree's root.
+    ``link_poses`` (samples, links, 4, 4) are world poses in ``link_names`` order; ``edges`` are
+    the TF tree's edges (:func:`mb_sim.sim.frames.frame_tree`, world frame ``world``).
     """
 
     times: np.ndarray
@@ -79,8 +79,7 @@ class Recording:
     efforts: np.ndarray
     link_names: list[str]
     link_poses: np.ndarray
-    frames: list[tuple[str, str]]
-    root_link: str
+    edges: list[Edge]
 
 
 def recording_of(simulator: Simulator, trajectory: Trajectory) -> Recording:
@@ -89,9 +88,10 @@ def recording_of(simulator: Simulator, trajectory: Trajectory) -> Recording:
     Link poses come from the generated code at every sample; the simulator's state is restored.
     """
     robot = simulator.robot
+    tree = frame_tree(robot)
     one_dof = [joint for joint in robot.joints.values() if len(joint.q) == 1]
-    q_index = [trajectory.coordinate_names.index(_plain(joint.q[0])) for joint in one_dof]
-    u_index = [trajectory.speed_names.index(_plain(joint.u[0])) for joint in one_dof]
+    q_index = [trajectory.coordinate_names.index(symbol_name(joint.q[0])) for joint in one_dof]
+    u_index = [trajectory.speed_names.index(symbol_name(joint.u[0])) for joint in one_dof]
     applied = dict(zip(simulator.actuated_joints, simulator.efforts))
     efforts = np.array([applied.get(joint.name, 0.0) for joint in one_dof])
     return Recording(
@@ -99,14 +99,8 @@ def recording_of(simulator: Simulator, trajectory: Trajectory) -> Recording:
         positions=trajectory.q[:, q_index], velocities=trajectory.u[:, u_index],
         efforts=np.tile(efforts, (len(trajectory.times), 1)),
         link_names=list(simulator.model.link_names), link_poses=_link_poses(simulator.model, trajectory),
-        frames=[(j.joint_description.parent, j.joint_description.child) for j in robot.joints.values()],
-        root_link=robot.root_link.name,
+        edges=[*tree.static, *tree.moving],
     )
-
-
-def _plain(symbol) -> str:
-    """The name of a coordinate or speed symbol without its ``(t)``."""
-    return str(symbol).removesuffix("(t)")
 
 
 def _link_poses(model: NumericModel, trajectory: Trajectory) -> np.ndarray:
@@ -127,11 +121,10 @@ def _link_poses(model: NumericModel, trajectory: Trajectory) -> np.ndarray:
 
 
 def relative_transforms(recording: Recording, sample: int) -> list[tuple[str, str, np.ndarray]]:
-    """(parent, child, 4x4 pose of child in parent) for every joint at `sample`, world -> root first."""
+    """(parent frame, child frame, 4x4 pose of child in parent) for every TF edge at `sample`."""
     world = dict(zip(recording.link_names, recording.link_poses[sample]))
-    edges = [] if recording.root_link == WORLD_FRAME else [(WORLD_FRAME, recording.root_link, np.eye(4))]
-    return edges + [(parent, child, np.linalg.solve(world[parent], world[child]))
-                    for parent, child in recording.frames]
+    return [(edge.parent_frame, edge.child_frame, relative_pose(world.get(edge.parent_link), world[edge.child_link]))
+            for edge in recording.edges]
 
 
 def write_mcap(path: str | os.PathLike, recording: Recording) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from mb_sim.codegen import FactorizationError, load_numeric_model
-from mb_sim.model import FloatingJoint, JointEffort, JointLimitStop, Robot, load_urdf
+from mb_sim.model import FloatingJoint, JointEffort, JointLimitStop, Robot, load_urdf, symbol_name
 from mb_sim.sim.errors import SimulationError
 from mb_sim.sim.outputs import SimulationOutputs, Trajectory
 
@@ -33,10 +33,6 @@ _FAILURES = {1: "the mass matrix is not positive definite",
              2: "the constraints are singular here (A M^-1 A^T not positive definite)",
              3: "the state became NaN or infinite",
              4: "projecting onto the constraints failed"}
-
-
-def _plain(symbol) -> str:
-    return str(symbol).removesuffix("(t)")
 
 
 class Simulator:
@@ -68,14 +64,14 @@ class Simulator:
         self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
         self.dt, self.integrator, self.rtol, self.atol = dt, integrator, rtol, atol
         system = self.robot.system
-        self.coordinate_names = [_plain(q) for q in system.q]
-        self.speed_names = [_plain(u) for u in system.u]
+        self.coordinate_names = [symbol_name(q) for q in system.q]
+        self.speed_names = [symbol_name(u) for u in system.u]
         self.parameter_names = [str(p) for p in self.robot.parameters]
         self._efforts = [(j.name, g) for j in self.robot.joints.values() for g in j.load_groups
                          if isinstance(g, JointEffort)]
         self.actuated_joints = [name for name, _ in self._efforts]
         self.effort_limits = np.array([self.robot.joints[n].joint_description.limit.effort for n in self.actuated_joints])
-        self._one_dof = {j.name: (self.coordinate_names.index(_plain(j.q[0])), self.speed_names.index(_plain(j.u[0])))
+        self._one_dof = {j.name: (self.coordinate_names.index(symbol_name(j.q[0])), self.speed_names.index(symbol_name(j.u[0])))
                          for j in self.robot.joints.values() if len(j.q) == 1}
         self.time = 0.0
         self._set_neutral()
@@ -104,7 +100,7 @@ class Simulator:
         b.q[:], b.u[:], b.inputs[:] = 0.0, 0.0, 0.0
         for joint in self.robot.joints.values():
             if isinstance(joint, FloatingJoint):
-                b.q[self.coordinate_names.index(_plain(joint.q[3]))] = 1.0
+                b.q[self.coordinate_names.index(symbol_name(joint.q[3]))] = 1.0
         self._project()
 
     def reset(self) -> None:

@@ -6,11 +6,9 @@ from sympy import Basic, Derivative, Matrix, Symbol, linear_eq_to_matrix
 from sympy.core.function import AppliedUndef
 from sympy.physics.mechanics import dynamicsymbols, msubs
 
+from mb_sim.model import symbol_name
+
 __all__ = ["PlainSymbols"]
-
-
-def _plain_name(function: Basic) -> str:
-    return str(function).removesuffix("(t)")
 
 
 class PlainSymbols:
@@ -18,9 +16,9 @@ class PlainSymbols:
 
     def __init__(self, q: list, u: list, inputs: list, kdes: list) -> None:
         self.time = dynamicsymbols._t
-        self.q = [Symbol(_plain_name(x), real=True) for x in q]
-        self.u = [Symbol(_plain_name(x), real=True) for x in u]
-        self.inputs = [Symbol(_plain_name(x), real=True) for x in inputs]
+        self.q = [Symbol(symbol_name(x), real=True) for x in q]
+        self.u = [Symbol(symbol_name(x), real=True) for x in u]
+        self.inputs = [Symbol(symbol_name(x), real=True) for x in inputs]
         self._to_plain = dict(zip([*q, *u, *inputs], [*self.q, *self.u, *self.inputs]))
         qdots = [x.diff(dynamicsymbols._t) for x in q]
         coefficients, rhs = linear_eq_to_matrix(list(kdes), qdots)

@@ -1,4 +1,5 @@
-"""The robot's TF tree as the node publishes it, and base twists for ``/odom``.
+"""The robot's TF tree, as the node publishes it and recordings store it, and base twists for
+``/odom``.
 
 Pure Python (no rclpy).  Every joint is one TF edge parent link -> child link, its transform the
 child's pose in the parent, ``inv(T_parent) @ T_child`` from the simulator's world poses.  Frame
