@@ -12,6 +12,7 @@ and the runner exits with status 0.  A child that exits by itself ends the run w
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import signal
@@ -250,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             _stop(children)
             monitor.destroy_node()
+            # spin_once leaves executor objects (its callback generator, tasks) in reference
+            # cycles; collect them now, not during interpreter shutdown, where rclpy's Task
+            # finalizer fails on torn-down modules and prints a traceback.
+            gc.collect()
     status.close(format_status(monitor.snapshot))
     return code
 
