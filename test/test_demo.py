@@ -234,8 +234,14 @@ def test_runner_makes_the_simulated_pendulum_track_its_target(sim_env, context):
 
 def _children(pid: int) -> dict[int, str]:
     """Child processes of `pid`: command line by process id."""
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return {int(pid): args for pid, args in (line.split(maxsplit=1) for line in out.splitlines())}
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    children = {}
+    for child in map(int, out.split()):
+        try:  # the whole command line: ps truncates it to the terminal width
+            children[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+    return children
 
 
 def test_runner_stops_itself_and_its_children_within_2_s_of_ctrl_c(sim_env):
