@@ -7,21 +7,28 @@ Entry points (all ``q, u, inputs, params`` are ``const double *`` unless noted, 
 * ``void mb_dynamics(...)``, ``void mb_constraints(...)``: only the dynamics blocks, or only the
   blocks projection needs (Phi, dPhi/dq, A, b; generated only for constrained models), of the
   same layout (each with its own CSE, so cheaper);
-* ``int mb_forward_dynamics(q, u, inputs, params, t, double *qdot, double *udot, double *lam)``:
-  solves ``M u' = F`` (Cholesky) or, with constraints, ``[M A^T; A 0][u'; lam] = [F; -c]``
-  through the Schur complement ``A M^-1 A^T``, the multipliers into ``lam`` (untouched without
-  constraints; the generalized constraint forces are ``-A^T lam``); returns 0 or 1, 2;
-* ``int mb_project(double *q, double *u, inputs, params, t)``: projects the state onto the
-  constraints (unit quaternions, ``Phi(q) = 0``, ``A u + b = 0``; see
+* ``int mb_forward_dynamics(q, u, inputs, params, t, double *qdot, double *udot, double *lam,
+  const double *enabled)``: solves ``M u' = F`` (Cholesky) or, with constraints,
+  ``[M A^T; A 0][u'; lam] = [F; -c]`` through the Schur complement ``A M^-1 A^T``, the
+  multipliers into ``lam`` (untouched without constraints; the generalized constraint forces are
+  ``-A^T lam``); returns 0 or 1, 2;
+* ``int mb_project(double *q, double *u, inputs, params, t, const double *enabled)``: projects
+  the state onto the constraints (unit quaternions, ``Phi(q) = 0``, ``A u + b = 0``; see
   :mod:`~mb_sim.codegen.projection`); returns 0, or 4 leaving q and u unchanged;
-* ``int mb_rk4(double *q, double *u, inputs, params, double *t, double dt, int n_steps)``:
-  ``n_steps`` classic RK4 steps with inputs held, each followed by a finiteness check (3) and
-  the projection (4); on failure the state and ``*t`` are those at the start of the failing step;
+* ``int mb_rk4(double *q, double *u, inputs, params, double *t, double dt, int n_steps,
+  const double *enabled)``: ``n_steps`` classic RK4 steps with inputs held, each followed by a
+  finiteness check (3) and the projection (4); on failure the state and ``*t`` are those at the
+  start of the failing step;
 * ``mb_evaluate_packed``, ``mb_forward_dynamics_packed``, ``mb_project_packed`` (each
   ``(double *const *a)``): the same with one argument,
-  ``a = {q, u, inputs, params, &t, out, qdot, udot, lam}``;
+  ``a = {q, u, inputs, params, &t, out, qdot, udot, lam, enabled}``;
 * ``mb_n_q(), mb_n_u(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
   ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches.
+
+``enabled[i]`` (``MB_N_CONSTRAINTS`` values, or NULL for all enabled) switches velocity
+constraint row i (and, for i < ``MB_N_HOLONOMIC``, the holonomic row i of Phi) on (non-zero) or
+off (0.0): a disabled row gets a zero multiplier and is left out of the projection, exactly as if
+it had not been derived (the rows of the others stay independent: a subset of independent rows).
 
 Status codes are the keys of :data:`~mb_sim.codegen.errors.FACTORIZATION_FAILURES`.
 """
@@ -44,7 +51,7 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "3"
+GENERATOR_VERSION = "4"
 
 _SIGNATURE = ("const double *q, const double *u, const double *inputs,\n"
               "    const double *params, double t")
@@ -138,7 +145,7 @@ def _linear_algebra(n_h: int, n_c: int) -> str:
     """Cholesky helpers, plus what the constrained solver and the projection need, if anything."""
     parts = [_CHOLESKY]
     if n_c:
-        parts.append(_DOT)
+        parts += [_DOT, _ENABLED]
     if n_h or n_c:
         parts.append(_LEAST_NORM.substitute(len_gram=max(n_h, n_c) ** 2))
     return "\n".join(parts)
@@ -147,7 +154,7 @@ def _linear_algebra(n_h: int, n_c: int) -> str:
 def _forward_dynamics(n_u: int, n_c: int) -> str:
     """mb_forward_dynamics, through the Schur complement if n_c > 0."""
     constrained = (_CONSTRAINED.substitute(len_cu=max(n_c * n_u, 1), len_cc=n_c * n_c) if n_c
-                   else "    (void)lam;\n")
+                   else "    (void)lam; (void)enabled;\n")
     return _FORWARD_DYNAMICS.substitute(len_uu=max(n_u * n_u, 1), constrained=constrained)
 
 
@@ -158,7 +165,7 @@ def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
     helpers, body = [], []
     if n_h or n_c:
         body.append("    double out[MB_N_OUT];")
-    body.append("    (void)q; (void)u; (void)inputs; (void)params; (void)t;")
+    body.append("    (void)q; (void)u; (void)inputs; (void)params; (void)t; (void)enabled;")
     if projection.quaternion_starts:
         helpers.append(_QUATERNIONS.substitute(
             n=len(projection.quaternion_starts), starts=_index_list(projection.quaternion_starts)))
@@ -166,14 +173,14 @@ def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
     if n_h:
         helpers.append(_COORDINATES.substitute(
             n=len(projection.coordinates), indices=_index_list(projection.coordinates)))
-        body += ["    if (mb_project_coordinates(q, u, inputs, params, t, out))",
+        body += ["    if (mb_project_coordinates(q, u, inputs, params, t, out, enabled))",
                  "        return 4;"]
     elif n_c:
         body.append("    mb_constraints(q, u, inputs, params, t, out);")
     if n_c:
         helpers.append(_SPEEDS.substitute(
             n=len(projection.speeds), indices=_index_list(projection.speeds)))
-        body.append("    return mb_project_speeds(u, out);")
+        body.append("    return mb_project_speeds(u, out, enabled);")
     else:
         body.append("    return 0;")
     return _PROJECT.substitute(helpers="\n".join(helpers), body="\n".join(body), len_x=len_x)
@@ -276,21 +283,38 @@ static double mb_dot(const double *a, const double *b, int n)
 }
 """
 
+_ENABLED = """\
+/* Whether constraint row i is enabled (enabled == NULL: every row is). */
+static int mb_enabled(const double *enabled, int i)
+{
+    return enabled == NULL || enabled[i] != 0.0;
+}
+"""
+
 _LEAST_NORM = Template("""\
 /* x[S] -= M_S^T (M_S M_S^T)^-1 r for the row-major rows x cols matrix m, S = index[0..n_index)
- * and M_S its columns S: the least-norm change of x[S] with M dx = -r.  r is overwritten.
- * Returns 0, or 4 if M_S M_S^T is not positive definite (M_S not of full row rank). */
+ * and M_S its columns S: the least-norm change of x[S] with M dx = -r, over the enabled rows
+ * only (a disabled row gets a unit row and column in the Gram matrix and a zero residual, so it
+ * contributes nothing).  r is overwritten.  Returns 0, or 4 if the enabled part of M_S M_S^T
+ * is not positive definite (M_S not of full row rank). */
 static int mb_least_norm_correction(double *x, const double *m, int rows, int cols,
-                                    const int *index, int n_index, double *r)
+                                    const int *index, int n_index, double *r,
+                                    const double *enabled)
 {
     double g[$len_gram];
-    for (int i = 0; i < rows; ++i)
+    for (int i = 0; i < rows; ++i) {
+        if (!mb_enabled(enabled, i))
+            r[i] = 0.0;
         for (int j = 0; j <= i; ++j) {
             double s = 0.0;
-            for (int k = 0; k < n_index; ++k)
-                s += m[i * cols + index[k]] * m[j * cols + index[k]];
+            if (mb_enabled(enabled, i) && mb_enabled(enabled, j))
+                for (int k = 0; k < n_index; ++k)
+                    s += m[i * cols + index[k]] * m[j * cols + index[k]];
+            else if (i == j)
+                s = 1.0;
             g[i * rows + j] = s;
         }
+    }
     if (mb_cholesky(g, rows))
         return 4;
     mb_cholesky_solve(g, rows, r);
@@ -306,10 +330,11 @@ static int mb_least_norm_correction(double *x, const double *m, int rows, int co
 
 _FORWARD_DYNAMICS = Template("""\
 /* q' and u' at (q, u, t); with constraints also the multipliers lam of
- * [M A^T; A 0][u'; lam] = [F; -c], so the generalized constraint forces are -A^T lam (lam is
- * untouched without constraints).  Returns 0, 1 if M is not positive definite, 2 if
+ * [M A^T; A 0][u'; lam] = [F; -c] over the enabled rows (disabled rows get lam = 0), so the
+ * generalized constraint forces are -A^T lam (lam is untouched without constraints).  Returns 0, 1 if M is not positive definite, 2 if
  * A M^-1 A^T is not. */
-int mb_forward_dynamics($signature, double *qdot, double *udot, double *lam)
+int mb_forward_dynamics($signature, double *qdot, double *udot, double *lam,
+                        const double *enabled)
 {
     double out[MB_N_OUT];
     double l[$len_uu];
@@ -325,18 +350,21 @@ $constrained    return 0;
 """.replace("$signature", _SIGNATURE))
 
 _CONSTRAINED = Template("""\
-    {   /* Schur complement: Y = M^-1 A^T (stored transposed), S = A Y,
+    {   /* Schur complement over the enabled rows: Y = M^-1 A^T (stored transposed), S = A Y,
          * lam = S^-1 (A M^-1 F + c), u' = M^-1 F - Y lam. */
         const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
         double y[$len_cu], s[$len_cc];
         for (int i = 0; i < MB_N_CONSTRAINTS; ++i) {
             memcpy(y + i * MB_N_U, a + i * MB_N_U, sizeof(double) * MB_N_U);
             mb_cholesky_solve(l, MB_N_U, y + i * MB_N_U);
-            lam[i] = mb_dot(a + i * MB_N_U, udot, MB_N_U) + out[MB_OFFSET_ACCELERATION_BIAS + i];
+            lam[i] = mb_enabled(enabled, i)
+                ? mb_dot(a + i * MB_N_U, udot, MB_N_U) + out[MB_OFFSET_ACCELERATION_BIAS + i]
+                : 0.0;
         }
-        for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
+        for (int i = 0; i < MB_N_CONSTRAINTS; ++i)  /* disabled rows: unit row and column */
             for (int j = 0; j <= i; ++j)
-                s[i * MB_N_CONSTRAINTS + j] = mb_dot(a + i * MB_N_U, y + j * MB_N_U, MB_N_U);
+                s[i * MB_N_CONSTRAINTS + j] = mb_enabled(enabled, i) && mb_enabled(enabled, j)
+                    ? mb_dot(a + i * MB_N_U, y + j * MB_N_U, MB_N_U) : (double)(i == j);
         if (mb_cholesky(s, MB_N_CONSTRAINTS))
             return 2;
         mb_cholesky_solve(s, MB_N_CONSTRAINTS, lam);
@@ -367,11 +395,13 @@ static int mb_normalize_quaternions(double *q)
 _COORDINATES = Template("""\
 static const int mb_dependent_coordinates[$n] = {$indices};
 
-/* Gauss-Newton onto Phi(q) = 0 over the dependent coordinates, in place, leaving the
+/* Gauss-Newton onto the enabled rows of Phi(q) = 0 over the dependent coordinates, in place,
+ * leaving the
  * mb_constraints blocks at the projected q in out[].  Returns 0, or 4 if J J^T is singular or
  * max |Phi| <= MB_PROJECTION_TOLERANCE is not reached in MB_PROJECTION_ITERATIONS steps. */
 static int mb_project_coordinates(double *q, const double *u, const double *inputs,
-                                  const double *params, double t, double *out)
+                                  const double *params, double t, double *out,
+                                  const double *enabled)
 {
     for (int iteration = 0;; ++iteration) {
         double r[MB_N_HOLONOMIC];
@@ -379,13 +409,14 @@ static int mb_project_coordinates(double *q, const double *u, const double *inpu
         mb_constraints(q, u, inputs, params, t, out);
         for (int i = 0; i < MB_N_HOLONOMIC; ++i) {
             r[i] = out[MB_OFFSET_PHI + i];
-            converged &= fabs(r[i]) <= MB_PROJECTION_TOLERANCE;  /* false for NaN */
+            converged &= !mb_enabled(enabled, i)
+                         || fabs(r[i]) <= MB_PROJECTION_TOLERANCE;  /* false for NaN */
         }
         if (converged)
             return 0;
         if (iteration == MB_PROJECTION_ITERATIONS
             || mb_least_norm_correction(q, out + MB_OFFSET_PHI_JACOBIAN, MB_N_HOLONOMIC, MB_N_Q,
-                                        mb_dependent_coordinates, $n, r))
+                                        mb_dependent_coordinates, $n, r, enabled))
             return 4;
     }
 }
@@ -394,15 +425,17 @@ static int mb_project_coordinates(double *q, const double *u, const double *inpu
 _SPEEDS = Template("""\
 static const int mb_dependent_speeds[$n] = {$indices};
 
-/* Least-norm correction of the dependent speeds onto A u + b = 0, in place, with A and b from
+/* Least-norm correction of the dependent speeds onto the enabled rows of A u + b = 0, in place,
+ * with A and b from
  * out[].  Returns 0, or 4 if A_S A_S^T is singular. */
-static int mb_project_speeds(double *u, const double *out)
+static int mb_project_speeds(double *u, const double *out, const double *enabled)
 {
     const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
     double r[MB_N_CONSTRAINTS];
     for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
         r[i] = mb_dot(a + i * MB_N_U, u, MB_N_U) + out[MB_OFFSET_CONSTRAINT_BIAS + i];
-    return mb_least_norm_correction(u, a, MB_N_CONSTRAINTS, MB_N_U, mb_dependent_speeds, $n, r);
+    return mb_least_norm_correction(u, a, MB_N_CONSTRAINTS, MB_N_U, mb_dependent_speeds, $n, r,
+                                    enabled);
 }
 """)
 
@@ -412,19 +445,20 @@ $helpers
  * coordinates onto Phi = 0, the dependent speeds onto A u + b = 0.  Returns 0, or 4 with q and
  * u partly corrected. */
 static int mb_project_state(double *q, double *u, const double *inputs, const double *params,
-                            double t)
+                            double t, const double *enabled)
 {
 $body
 }
 
 /* mb_project_state, all or nothing: returns 0, or 4 leaving q and u unchanged. */
-int mb_project(double *q, double *u, const double *inputs, const double *params, double t)
+int mb_project(double *q, double *u, const double *inputs, const double *params, double t,
+               const double *enabled)
 {
     double x[$len_x];
     int status;
     memcpy(x, q, sizeof(double) * MB_N_Q);
     memcpy(x + MB_N_Q, u, sizeof(double) * MB_N_U);
-    if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t)))
+    if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t, enabled)))
         return status;
     memcpy(q, x, sizeof(double) * MB_N_Q);
     memcpy(u, x + MB_N_Q, sizeof(double) * MB_N_U);
@@ -435,15 +469,16 @@ int mb_project(double *q, double *u, const double *inputs, const double *params,
 _NO_PROJECTION = """\
 /* Nothing to project: the model has no constraints and no quaternions. */
 static int mb_project_state(double *q, double *u, const double *inputs, const double *params,
-                            double t)
+                            double t, const double *enabled)
 {
-    (void)q; (void)u; (void)inputs; (void)params; (void)t;
+    (void)q; (void)u; (void)inputs; (void)params; (void)t; (void)enabled;
     return 0;
 }
 
-int mb_project(double *q, double *u, const double *inputs, const double *params, double t)
+int mb_project(double *q, double *u, const double *inputs, const double *params, double t,
+               const double *enabled)
 {
-    return mb_project_state(q, u, inputs, params, t);
+    return mb_project_state(q, u, inputs, params, t, enabled);
 }
 """
 
@@ -460,28 +495,30 @@ static int mb_all_finite(const double *x, int n)
 /* Check and project the state x = [q; u] reached at the end of a step, at time t.  Returns 0, 3
  * if it is not finite (checked first, so a diverging model reports 3 rather than a failing
  * projection, and again after the projection), or 4 if the projection fails. */
-static int mb_finish_step(double *x, const double *inputs, const double *params, double t)
+static int mb_finish_step(double *x, const double *inputs, const double *params, double t,
+                          const double *enabled)
 {
     int status;
     if (!mb_all_finite(x, MB_N_Q + MB_N_U))
         return 3;
-    if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t)))
+    if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t, enabled)))
         return status;
     return mb_all_finite(x, MB_N_Q + MB_N_U) ? 0 : 3;
 }
 
 static int mb_state_derivative(const double *x, const double *inputs, const double *params,
-                               double t, double *xdot)
+                               double t, double *xdot, const double *enabled)
 {
     double lam[$len_c];
-    return mb_forward_dynamics(x, x + MB_N_Q, inputs, params, t, xdot, xdot + MB_N_Q, lam);
+    return mb_forward_dynamics(x, x + MB_N_Q, inputs, params, t, xdot, xdot + MB_N_Q, lam,
+                               enabled);
 }
 
 /* n_steps classic RK4 steps of x = [q; u] from *t, inputs held, each followed by
  * mb_finish_step.  Returns 0 or the failing step's code (1, 2 from mb_forward_dynamics, 3, 4),
  * leaving q, u and *t at the start of that step. */
 int mb_rk4(double *q, double *u, const double *inputs, const double *params, double *t,
-           double dt, int n_steps)
+           double dt, int n_steps, const double *enabled)
 {
     enum { N = MB_N_Q + MB_N_U };
     double x[$len_x], xs[$len_x], k1[$len_x], k2[$len_x], k3[$len_x], k4[$len_x];
@@ -491,23 +528,23 @@ int mb_rk4(double *q, double *u, const double *inputs, const double *params, dou
     memcpy(x + MB_N_Q, u, sizeof(double) * MB_N_U);
     for (int step = 0; step < n_steps; ++step) {
         const double ts = t0 + step * dt, te = t0 + (step + 1) * dt;
-        if ((status = mb_state_derivative(x, inputs, params, ts, k1)))
+        if ((status = mb_state_derivative(x, inputs, params, ts, k1, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k1[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2)))
+        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k2[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3)))
+        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt * k3[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4)))
+        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt / 6.0 * (k1[i] + 2.0 * (k2[i] + k3[i]) + k4[i]);
-        if ((status = mb_finish_step(xs, inputs, params, te)))
+        if ((status = mb_finish_step(xs, inputs, params, te, enabled)))
             break;
         memcpy(x, xs, sizeof(double) * N);
         *t = te;
@@ -519,7 +556,7 @@ int mb_rk4(double *q, double *u, const double *inputs, const double *params, dou
 
 /* Packed entry points for callers paying per foreign-call argument (ctypes: a call with one
  * argument costs about a third of one with seven).  a = {q, u, inputs, params, &t, out, qdot,
- * udot, lam}, prepared once by the caller. */
+ * udot, lam, enabled}, prepared once by the caller. */
 void mb_evaluate_packed(double *const *a)
 {
     mb_evaluate(a[0], a[1], a[2], a[3], a[4][0], a[5]);
@@ -527,11 +564,11 @@ void mb_evaluate_packed(double *const *a)
 
 int mb_forward_dynamics_packed(double *const *a)
 {
-    return mb_forward_dynamics(a[0], a[1], a[2], a[3], a[4][0], a[6], a[7], a[8]);
+    return mb_forward_dynamics(a[0], a[1], a[2], a[3], a[4][0], a[6], a[7], a[8], a[9]);
 }
 
 int mb_project_packed(double *const *a)
 {
-    return mb_project(a[0], a[1], a[2], a[3], a[4][0]);
+    return mb_project(a[0], a[1], a[2], a[3], a[4][0], a[9]);
 }
 """)

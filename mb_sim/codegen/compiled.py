@@ -41,8 +41,10 @@ class CompiledModel(NumericModel):
         self._check_matches(library)
         self._time = np.zeros(1)
         b = self.buffers
-        arrays = (b.q, b.u, b.inputs, b.params, self._time, b.out, b.qdot, b.udot, b.lam)
+        arrays = (b.q, b.u, b.inputs, b.params, self._time, b.out, b.qdot, b.udot, b.lam,
+                  b.enabled)
         self._state = tuple(_P(a.ctypes.data) for a in arrays[:4])
+        self._enabled = _P(b.enabled.ctypes.data)
         self._t = _P(self._time.ctypes.data)
         # One packed argument (pointers to all buffers, made once): a foreign call costs about
         # 0.35 us instead of 0.9 us with seven arguments.  No argtypes: ctypes then skips its
@@ -72,7 +74,7 @@ class CompiledModel(NumericModel):
 
     def rk4_into(self, dt: float, n_steps: int, t: float = 0.0) -> float:
         self._time[0] = t
-        status = self._mb_rk4(*self._state, self._t, _D(dt), _I(n_steps))
+        status = self._mb_rk4(*self._state, self._t, _D(dt), _I(n_steps), self._enabled)
         if status:
             raise FactorizationError(self.name, status, float(self._time[0]))
         return float(self._time[0])

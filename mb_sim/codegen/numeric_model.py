@@ -27,7 +27,9 @@ class Buffers:
     Write ``q, u, inputs, params`` in place (``buffers.q[:] = ...``); results appear in ``out``
     (flat outputs, see ``NumericModel.layout``), ``qdot``, ``udot`` and ``lam`` (the ``n_c``
     Lagrange multipliers of the velocity constraints: generalized constraint forces
-    ``-A^T lam``).
+    ``-A^T lam``).  ``enabled`` switches each velocity constraint row on (1.0, the default) or
+    off (0.0; for the first ``n_h`` rows also the holonomic row of Phi): a disabled row gets a
+    zero multiplier and is left out of the projection.
     """
 
     q: np.ndarray
@@ -38,6 +40,7 @@ class Buffers:
     qdot: np.ndarray
     udot: np.ndarray
     lam: np.ndarray
+    enabled: np.ndarray
 
 
 class NumericModel(ABC):
@@ -49,6 +52,9 @@ class NumericModel(ABC):
         As in the equations of motion.
     n_q, n_u, n_inputs, n_params, n_constraints
         Dimensions.
+    constraint_names, redundant_constraints
+        Per constraint row, the name of the constraint it belongs to; the names that had rows
+        dropped as redundant (see the equations of motion).
     projection
         What projection onto the constraints corrects (quaternion blocks, dependent
         coordinates and speeds).
@@ -68,15 +74,21 @@ class NumericModel(ABC):
         self.link_names = list(eom.link_names)
         self.n_q, self.n_u, self.n_constraints = eom.n_q, eom.n_u, eom.n_constraints
         self.n_inputs, self.n_params = len(eom.inputs), len(eom.parameters)
+        self.constraint_names = list(eom.constraint_names) or [f"constraint_{i}" for i in range(self.n_constraints)]
+        self.redundant_constraints = list(eom.redundant_constraints)
+        if len(self.constraint_names) != self.n_constraints:
+            raise CodegenError(f"model {eom.name!r}: {len(self.constraint_names)} constraint names "
+                               f"for {self.n_constraints} constraint rows")
         self.layout = OutputLayout.from_equations(eom)
         self.projection = Projection.from_equations(eom)
         self.parameter_values = np.array(eom.parameter_values, dtype=float)
         self.parameter_values.setflags(write=False)
         sizes = {"q": self.n_q, "u": self.n_u, "inputs": self.n_inputs, "params": self.n_params,
                  "out": self.layout.size, "qdot": self.n_q, "udot": self.n_u,
-                 "lam": self.n_constraints}
+                 "lam": self.n_constraints, "enabled": self.n_constraints}
         self.buffers = Buffers(**{name: np.zeros(n) for name, n in sizes.items()})
         self.buffers.params[:] = self.parameter_values
+        self.buffers.enabled[:] = 1.0
 
     def evaluate(self, q, u, inputs, params=None, t: float = 0.0) -> dict[str, np.ndarray]:
         """All outputs at the given state, shaped as in the equations of motion."""

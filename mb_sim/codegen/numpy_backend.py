@@ -106,7 +106,7 @@ class NumpyModel(NumericModel):
             return (view(out, "phi")[:, 0], view(out, "phi_jacobian"),
                     view(out, "constraint_matrix"), view(out, "constraint_bias")[:, 0])
 
-        return project_state(self.projection, q, u, constraints)
+        return project_state(self.projection, q, u, constraints, b.enabled)
 
     def _forward_dynamics(self, q, u, t: float, qdot: np.ndarray, udot: np.ndarray,
                           lam: np.ndarray) -> int:
@@ -121,9 +121,11 @@ class NumpyModel(NumericModel):
             return 1
         udot_free, y = solution[:, 0], solution[:, 1:]
         if self.n_constraints:
+            on = b.enabled != 0.0  # disabled rows: zero multipliers, as in C
+            lam[:] = 0.0
             try:
-                lam[:] = np.linalg.solve(
-                    a @ y, a @ udot_free + view(b.out, "acceleration_bias")[:, 0])
+                lam[on] = np.linalg.solve(
+                    a[on] @ y[:, on], a[on] @ udot_free + view(b.out, "acceleration_bias")[on, 0])
             except np.linalg.LinAlgError:
                 return 2
             udot_free = udot_free - y @ lam

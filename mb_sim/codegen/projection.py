@@ -11,6 +11,9 @@ constraints ``Phi(q) = 0`` and velocity constraints ``A u + b = 0`` stop holding
 3. if there are velocity constraints, removes from the dependent speeds ``S_u`` the least-norm
    correction: ``r = A u + b``, ``u_S -= A_S^T (A_S A_S^T)^-1 r``, with A, b at the projected q.
 
+Only the enabled constraint rows take part (``enabled``, one flag per velocity constraint row;
+the first ``n_h`` also flag the rows of Phi): a disabled row is as if it had not been derived.
+
 It fails (status 4) on a zero or non-finite quaternion, a singular ``J J^T`` or ``A_S A_S^T``, or
 when Gauss-Newton does not reach the tolerance.
 """
@@ -103,10 +106,12 @@ def _dependent(
 
 def project_state(
     projection: Projection, q: np.ndarray, u: np.ndarray, constraints: ConstraintFunction,
+    enabled: np.ndarray | None = None,
 ) -> int:
-    """Project `q`, `u` in place onto the constraints (see the module docstring).
+    """Project `q`, `u` in place onto the enabled constraints (see the module docstring).
 
-    Returns 0, or 4 on failure, when `q` and `u` may be partly corrected.
+    `enabled` holds one flag per velocity constraint row (None: all enabled).  Returns 0, or 4 on
+    failure, when `q` and `u` may be partly corrected.
     """
     for start in projection.quaternion_starts:
         block = q[start:start + 4]
@@ -117,20 +122,27 @@ def project_state(
     if not (projection.coordinates or projection.speeds):
         return 0
     try:
-        outputs = _project_coordinates(projection.coordinates, q, constraints)
+        outputs = _project_coordinates(projection.coordinates, q, constraints, enabled)
         if outputs is None:
             return 4
         if projection.speeds:
-            _project_speeds(projection.speeds, u, *outputs[2:])
+            rows = _enabled_rows(enabled, outputs[2].shape[0])
+            _project_speeds(projection.speeds, u, outputs[2][rows], outputs[3][rows])
     except np.linalg.LinAlgError:
         return 4
     return 0
 
 
+def _enabled_rows(enabled: np.ndarray | None, n: int) -> np.ndarray:
+    """Boolean mask of the first `n` constraint rows that are enabled."""
+    return np.ones(n, dtype=bool) if enabled is None else np.asarray(enabled[:n]) != 0.0
+
+
 def _project_coordinates(
     coordinates: tuple[int, ...], q: np.ndarray, constraints: ConstraintFunction,
+    enabled: np.ndarray | None,
 ) -> tuple[np.ndarray, ...] | None:
-    """Gauss-Newton onto ``Phi(q) = 0`` over `coordinates`, in place.
+    """Gauss-Newton onto the enabled rows of ``Phi(q) = 0`` over `coordinates`, in place.
 
     Returns the constraint outputs at the projected q (the last evaluation, which also serves the
     speed projection), or None if the tolerance is not reached.
@@ -138,7 +150,8 @@ def _project_coordinates(
     selected = list(coordinates)
     for iteration in range(PROJECTION_ITERATIONS + 1):
         outputs = constraints(q)
-        phi, jacobian = outputs[0], outputs[1][:, selected]
+        rows = _enabled_rows(enabled, outputs[0].shape[0])
+        phi, jacobian = outputs[0][rows], outputs[1][np.ix_(rows, selected)]
         if np.all(np.abs(phi) <= PROJECTION_TOLERANCE):
             return outputs
         if iteration < PROJECTION_ITERATIONS:
@@ -150,6 +163,8 @@ def _project_speeds(speeds: tuple[int, ...], u: np.ndarray, matrix: np.ndarray,
                     bias: np.ndarray) -> None:
     """Least-norm correction of `speeds` onto ``A u + b = 0``, in place."""
     selected = list(speeds)
+    if matrix.shape[0] == 0:
+        return
     a = matrix[:, selected]
     u[selected] -= a.T @ _solve_positive_definite(a @ a.T, matrix @ u + bias)
 

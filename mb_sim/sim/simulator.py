@@ -169,6 +169,53 @@ class Simulator:
         except FactorizationError as err:
             raise SimulationError(f"cannot satisfy the constraints: {_FAILURES.get(err.code, err)}", self.time) from None
 
+    # -- named constraints ---------------------------------------------------------------------
+    @property
+    def constraints(self) -> list[str]:
+        """Names of the robot's constraints (mimic joints, loop closures...), in derivation order."""
+        return list(dict.fromkeys(self.model.constraint_names))
+
+    def constraint_enabled(self, name: str) -> bool:
+        """Whether constraint `name` is enforced."""
+        return bool(self.model.buffers.enabled[self._constraint_rows(name)].all())
+
+    def set_constraint_enabled(self, name: str, enabled: bool) -> None:
+        """Enforce constraint `name` or release it (as Karana's SubGraph enable/disableConstraint).
+
+        A disabled constraint exerts no force and is left out of the projection: its dependent
+        coordinates move freely.  Enabling one projects the state onto it (dependent coordinates
+        by Gauss-Newton, dependent speeds by the least-norm correction), so the motion resumes on
+        the constraint; if that fails the constraint stays disabled and SimulationError says so.
+        Switches survive ``reset()``: they configure the model, they are not state.
+        """
+        rows, flags = self._constraint_rows(name), self.model.buffers.enabled
+        if not enabled:
+            others = [n for n in self.model.redundant_constraints if n != name]
+            if others:
+                raise ValueError(f"cannot disable constraint {name!r}: rows of {', '.join(map(repr, others))} "
+                                 "were dropped as redundant with all constraints enabled, and would be missing")
+            flags[rows] = 0.0
+            return
+        if flags[rows].all():
+            return
+        flags[rows] = 1.0
+        try:
+            self.model.project_into(self.time)
+        except FactorizationError as err:
+            flags[rows] = 0.0
+            raise SimulationError(f"cannot enable constraint {name!r}: the state is too far from satisfying it "
+                                  f"({_FAILURES.get(err.code, err)})", self.time) from None
+
+    def _constraint_rows(self, name: str) -> np.ndarray:
+        rows = np.flatnonzero([n == name for n in self.model.constraint_names])
+        if not len(rows) and name in self.model.redundant_constraints:
+            raise ValueError(f"constraint {name!r} cannot be switched: all its equations were dropped as "
+                             "redundant with the other constraints")
+        if not len(rows):
+            known = ", ".join(self.constraints) or "none: this robot has no constraints"
+            raise ValueError(f"unknown constraint {name!r}; constraints: {known}")
+        return rows
+
     # -- inputs and parameters ---------------------------------------------------------------
     def set_efforts(self, efforts: Mapping[str, float] | Sequence[float]) -> None:
         """Commanded efforts by joint name (others unchanged) or as a full sequence; each is
@@ -321,7 +368,8 @@ class Simulator:
             pose = np.eye(4)
             pose[:3, :3], pose[:3, 3] = row[:9].reshape(3, 3), row[9:]
             poses[name] = pose
-        largest = lambda v: float(np.abs(v).max()) if v.size else 0.0  # noqa: E731
+        on = b.enabled != 0.0  # errors of the enforced constraints only
+        largest = lambda v: float(np.abs(v[on[:len(v)]]).max()) if on[:len(v)].any() else 0.0  # noqa: E731
         return SimulationOutputs(
             time=self.time,
             positions=dict(zip(self.coordinate_names, b.q.tolist())),

@@ -27,7 +27,11 @@ GENERIC_SEED = 4004
 
 @dataclass
 class ConstraintEquations:
-    """Independent constraints: Phi(q) = 0, A(q) u + b = 0, A u' + c = 0."""
+    """Independent constraints: Phi(q) = 0, A(q) u + b = 0, A u' + c = 0.
+
+    ``names`` names, per kept row of A, the component that added it (the first rows are those of
+    Phi); ``redundant`` the components with rows dropped as redundant with the others.
+    """
 
     phi: Matrix
     matrix: Matrix
@@ -35,19 +39,22 @@ class ConstraintEquations:
     acceleration_bias: Matrix
     names: list[str]
     report: list[str] = field(default_factory=list)
+    redundant: list[str] = field(default_factory=list)
 
 
-def _constraint_names(robot: Robot) -> tuple[list[str], list[str]]:
-    """Who added each holonomic and nonholonomic constraint, for reports."""
-    holonomic, nonholonomic = [], []
-    for component in list(robot.walk())[1:]:
+def _constraint_owners(robot: Robot) -> list:
+    """The component that added each constraint of the robot's system (holonomic ones first, then
+    nonholonomic), found by the constraint's expression: the deepest component whose own system
+    holds it (load groups add to their parent's)."""
+    holonomic, nonholonomic = {}, {}
+    for component in list(robot.walk())[1:]:  # depth first: a later owner is a deeper one
         own = getattr(component, "_system", None)
-        if own is None:
-            continue
-        label = f"{type(component).__name__} '{component.name}'"
-        holonomic += [label] * len(own.holonomic_constraints)
-        nonholonomic += [label] * len(own.nonholonomic_constraints)
-    return holonomic, nonholonomic
+        if own is not None:
+            holonomic.update((c, component) for c in own.holonomic_constraints)
+            nonholonomic.update((c, component) for c in own.nonholonomic_constraints)
+    system = robot.system
+    return ([holonomic.get(c, robot) for c in system.holonomic_constraints]
+            + [nonholonomic.get(c, robot) for c in system.nonholonomic_constraints])
 
 
 def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations:
@@ -62,14 +69,15 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
         return ConstraintEquations(empty, zeros(0, len(u)), empty, empty, [])
     matrix = velocity.jacobian(u)
     bias = velocity.xreplace({x: 0 for x in u})
-    holonomic_names, nonholonomic_names = _constraint_names(robot)
-    names = holonomic_names + nonholonomic_names
-    keep, report = _independent_rows(robot, plain, phi, matrix, names)
+    owners = _constraint_owners(robot)
+    labels = [f"{type(owner).__name__} '{owner.name}'" for owner in owners]
+    keep, report, redundant = _independent_rows(robot, plain, phi, matrix, labels)
     n_h = phi.shape[0]
     matrix, bias = matrix.extract(keep, list(range(len(u)))), bias.extract(keep, [0])
     acceleration_bias = (matrix * u + bias).jacobian(q) * plain.qdot + (matrix * u + bias).diff(plain.time)
     phi = phi.extract([k for k in keep if k < n_h], [0]) if n_h else phi
-    return ConstraintEquations(phi, matrix, bias, acceleration_bias, [names[k] for k in keep], report)
+    return ConstraintEquations(phi, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
+                               list(dict.fromkeys(owners[k].name for k in redundant)))
 
 
 def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix) -> list[np.ndarray]:
@@ -96,8 +104,9 @@ def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix) -> l
 
 
 def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, matrix: Matrix,
-                      names: list[str]) -> tuple[list[int], list[str]]:
-    """Rows of A kept (greedy by rank, in order) and a report on the rest."""
+                      names: list[str]) -> tuple[list[int], list[str], list[int]]:
+    """Rows of A kept (greedy by rank, in order), a report on the rest, and the rows dropped as
+    redundant (not merely zero)."""
     numeric = lambdify([plain.q], matrix.xreplace(robot.parameters), "numpy")
     samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in _generic_configurations(robot, plain, phi)]
     best_keep: list[int] = []
@@ -110,7 +119,7 @@ def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, matrix: Ma
                 keep.append(row)
         if len(keep) > len(best_keep):
             best_keep = keep
-    report = []
+    report, redundant = [], []
     for row in range(matrix.shape[0]):
         if row in best_keep:
             continue
@@ -118,4 +127,5 @@ def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, matrix: Ma
             report.append(f"constraint {row} ({names[row]}) is already satisfied (zero row); dropped")
         else:
             report.append(f"constraint {row} ({names[row]}) is redundant with the others; dropped")
-    return best_keep, report
+            redundant.append(row)
+    return best_keep, report, redundant

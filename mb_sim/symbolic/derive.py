@@ -72,4 +72,5 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         dependent_coordinates=[list(system.q).index(q) for q in system.q_dep],
         dependent_speeds=[list(system.u).index(u) for u in system.u_dep],
         quaternion_starts=[list(system.q).index(j.q[3]) for j in robot.joints.values() if isinstance(j, FloatingJoint)],
+        constraint_names=constraints.names, redundant_constraints=constraints.redundant,
     )

@@ -57,6 +57,11 @@ class EquationsOfMotion:
     ``dependent_coordinates`` and ``dependent_speeds`` are the indices into ``q`` and ``u`` that
     projection onto the constraints may change (empty: all); ``quaternion_starts`` holds the index
     in ``q`` of the scalar part of each unit quaternion block ``(qw, qx, qy, qz)``.
+
+    ``constraint_names`` names, per row of the constraint matrix, the constraint (the component
+    that added it: a mimic joint, a loop-closure joint...) it belongs to; rows of one name are
+    enabled and disabled together.  ``redundant_constraints`` are the names that had rows dropped
+    as redundant with the others, judged with every constraint enabled.
     """
 
     name: str
@@ -73,6 +78,8 @@ class EquationsOfMotion:
     dependent_coordinates: list[int] = field(default_factory=list)
     dependent_speeds: list[int] = field(default_factory=list)
     quaternion_starts: list[int] = field(default_factory=list)
+    constraint_names: list[str] = field(default_factory=list)
+    redundant_constraints: list[str] = field(default_factory=list)
 
     @property
     def n_q(self) -> int:
