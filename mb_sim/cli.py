@@ -219,6 +219,9 @@ def _simulate(args: argparse.Namespace) -> int:
     inputs, initial = dict(args.input), dict(args.initial)
     _check_names(robot, inputs, initial)
     sim = Simulator(robot, dt=args.dt, integrator=args.integrator, backend=args.backend, progress=_note)
+    with _culprit("--disable"):
+        for name in args.disable:
+            sim.set_constraint_enabled(name, False)
     with _culprit("--initial"):
         sim.set_state(positions=initial)
     with _culprit("--input"):
@@ -341,6 +344,8 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
                          ("--initial", "initial position of a joint or coordinate [rad or m]")):
         simulate.add_argument(option, type=_assignment, nargs="+", action="extend", default=[],
                               metavar="JOINT=VALUE", help=f"{what} (repeatable)")
+    simulate.add_argument("--disable", nargs="+", action="extend", default=[], metavar="CONSTRAINT",
+                          help="simulate with these named constraints (mimic joints...) released (repeatable)")
     simulate.add_argument("--sample-every", type=_count, default=10, metavar="N",
                           help="record every N-th step of dt (default 10)")
     for option, what in (("--csv", "the trajectory as CSV (time, coordinates, speeds)"),

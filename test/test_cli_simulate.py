@@ -140,6 +140,22 @@ def test_bad_input_is_one_line_naming_the_culprit(mb_sim, arguments, culprit):
     assert line.startswith("mb-sim: ") and culprit in line
 
 
+def test_disable_releases_a_named_constraint(mb_sim, repo, tmp_path):
+    zoo = str(repo / "test" / "urdf" / "kinematic_zoo.urdf")
+    contradicting = ["--duration", "0.1", "--initial", "shoulder=0.3", "finger_joint=0.7"]
+    refused = mb_sim("simulate", zoo, *contradicting)
+    assert refused.returncode != 0 and "contradicts the constraints" in refused.stderr
+    released = mb_sim("simulate", zoo, *contradicting, "--disable", "finger_joint", "--csv", str(tmp_path / "z.csv"))
+    assert released.returncode == 0, released.stderr
+    with open(tmp_path / "z.csv") as csv:
+        header, first = csv.readline().strip().split(","), csv.readline().strip().split(",")
+    assert float(first[header.index("finger_joint_q")]) == 0.7  # kept: nothing ties it to the shoulder
+    unknown = mb_sim("simulate", "double_pendulum", "--duration", "0.1", "--disable", "elbow")
+    assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
+    assert unknown.stderr.strip().splitlines()[-1] == (
+        "mb-sim: --disable: unknown constraint 'elbow'; constraints: none: this robot has no constraints")
+
+
 def test_info_prints_the_tree_and_the_degrees_of_freedom(mb_sim):
     result = mb_sim("info", "arm6")
     assert result.returncode == 0, result.stderr

@@ -283,6 +283,7 @@ def test_bad_parameters_name_the_parameter_and_exit_1(tmp_path, node_env):
         "real_time_factor": ["-p", "real_time_factor:=-1.0"],
         "urdf_file": ["-p", f"urdf_file:={bad_urdf}"],
         "initial_positions.nope": ["-p", "initial_positions.nope:=1.0"],
+        "disabled_constraints": ["-p", "disabled_constraints:=[elbow]"],
     }
     procs = {name: subprocess.Popen([str(NODE_EXE), "--ros-args", *arguments], env=node_env, text=True,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -295,6 +296,7 @@ def test_bad_parameters_name_the_parameter_and_exit_1(tmp_path, node_env):
         assert last.startswith(f"mb_sim_node: parameter {name}"), (name, errors[name])
         assert "Traceback" not in errors[name], errors[name]
     assert "bad.urdf" in errors["urdf_file"] and "axis" in errors["urdf_file"]
+    assert "unknown constraint 'elbow'" in errors["disabled_constraints"]
 
 
 # -- the pendulum, running in real time ---------------------------------------------------------
@@ -559,3 +561,49 @@ def test_floating_base_odometry_matches_tf(nodes, peer):
         assert twist.linear.x == pytest.approx(0.0, abs=1e-12) and twist.linear.y == pytest.approx(0.0, abs=1e-12)
         assert twist.linear.z == pytest.approx(-9.81 * t, abs=1e-9)
         assert odom.pose.pose.position.z == pytest.approx(1.0 - 0.5 * 9.81 * t**2, abs=1e-9)
+
+
+# -- switching a named constraint (the kinematic zoo's mimic joint) ------------------------------
+def mimic_errors(states: list) -> list[float]:
+    """|q_finger - (-0.5 q_shoulder + 0.1)| per message: the zoo's mimic relation."""
+    errors = []
+    for state in states:
+        q = dict(zip(state.name, state.position))
+        errors.append(abs(q["finger_joint"] - (-0.5 * q["shoulder"] + 0.1)))
+    return errors
+
+
+def test_constraint_service_disables_and_reenables_the_mimic(nodes, peer, repo):
+    zoo = nodes.get("-p", f"urdf_file:={repo / 'test' / 'urdf' / 'kinematic_zoo.urdf'}",
+                    "-p", "disabled_constraints:=[finger_joint]", "-p", "command_timeout:=0.0")
+    assert wait_for_output(peer, zoo, re.escape(
+        "constraint 'finger_joint' (disabled): switch it with ~/constraints/finger_joint/enable")), zoo.output
+    service = "/mb_sim/constraints/finger_joint/enable"
+    states = peer.collect(JointState, "/joint_states")
+    diagnostics = peer.collect(DiagnosticArray, "/diagnostics")
+    push = peer.publisher(JointState, "/mb_sim/joint_commands")
+    push.publish(JointState(name=["shoulder"], effort=[3.0]))
+    # Started disabled: the finger does not follow the shoulder.
+    assert peer.spin_until(lambda: mimic_errors(states) and mimic_errors(states)[-1] > 1e-2, 20), \
+        mimic_errors(states)[-5:]
+    assert peer.spin_until(lambda: diagnostics, 5)
+    values = {kv.key: kv.value for kv in diagnostics[-1].status[0].values}
+    assert values["constraint finger_joint"] == "disabled"
+
+    response = peer.call(SetBool, service, SetBool.Request(data=True))
+    assert response.success and "constraint 'finger_joint' enabled" in response.message, response.message
+    enabled_at = float(re.search(r"at sim time (\S+) s", response.message).group(1))  # .6g: 1e-5 s
+    at = lambda: [m for m in states if abs(stamp_of(m) - enabled_at) < 1e-4]  # noqa: E731
+    later = lambda: [m for m in states if stamp_of(m) > enabled_at + 1e-4]  # noqa: E731
+    assert peer.spin_until(lambda: len(later()) > 20, 10)
+    assert min(mimic_errors(at())) < 1e-12  # republished at once, projected onto the constraint
+    assert max(mimic_errors(later())) < 1e-9
+    diagnostics.clear()
+    assert peer.spin_until(lambda: diagnostics, 5)
+    assert {kv.key: kv.value for kv in diagnostics[-1].status[0].values}["constraint finger_joint"] == "enabled"
+
+    response = peer.call(SetBool, service, SetBool.Request(data=False))
+    assert response.success and "disabled" in response.message
+    count = len(states)
+    assert peer.spin_until(lambda: len(states) > count + 5 and mimic_errors(states)[-1] > 1e-6, 20)
+    assert zoo.running()

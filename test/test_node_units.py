@@ -9,6 +9,7 @@ from transforms3d.euler import euler2mat
 
 from mb_sim.model import load_urdf
 from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
+from mb_sim.ros.constraint_services import constraint_service_names
 from mb_sim.ros.conversions import (
     odometry, pose_matrix, quaternion, seconds, stamp, transform_matrix, transform_stamped,
 )
@@ -265,3 +266,20 @@ def test_planar_base_twist_and_frames():
     c, s = math.cos(theta), math.sin(theta)
     np.testing.assert_allclose(linear, [c * 0.3 + s * -0.2, -s * 0.3 + c * -0.2, 0.0], atol=1e-12)
     np.testing.assert_allclose(angular, [0.0, 0.0, 0.9], atol=1e-12)
+
+
+# -- per-constraint service names ---------------------------------------------------------------
+@pytest.mark.parametrize("name, token", [("finger_joint", "finger_joint"), ("gripper-left.mimic", "gripper_left_mimic"),
+                                         ("2nd_loop", "_2nd_loop"), ("", "_")])
+def test_constraint_names_become_valid_service_names(name, token):
+    from rclpy.validate_full_topic_name import validate_full_topic_name
+
+    service = constraint_service_names([name])[name]
+    assert service == f"~/constraints/{token}/enable"
+    validate_full_topic_name(service.replace("~", "/mb_sim"), is_service=True)  # raises if invalid
+
+
+def test_constraints_sharing_a_service_name_are_refused():
+    with pytest.raises(ValueError, match=r"constraints 'loop-a' and 'loop\.a' would share the service "
+                                         r"~/constraints/loop_a/enable"):
+        constraint_service_names(["loop-a", "loop.a"])

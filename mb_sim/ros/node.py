@@ -15,8 +15,8 @@ Publishes
     ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics.
     ``/robot_description`` (std_msgs/String, transient local): the URDF.
     ``/diagnostics`` (diagnostic_msgs/DiagnosticArray), about 1 Hz: status ``mb_sim: <robot>``
-    with sim time, target and achieved real-time factor, physics dt, constraint errors, total
-    energy, command age and backend; WARN while the simulation cannot keep up or commands are
+    with sim time, target and achieved real-time factor, physics dt, errors of the enabled
+    constraints, each named constraint enabled or disabled, total energy, command age and backend; WARN while the simulation cannot keep up or commands are
     stale, ERROR after a divergence, OK otherwise.
 
 Subscribes (ros2_control conventions)
@@ -38,6 +38,11 @@ Services (std_srvs)
     /clock stops), false resumes (refused after a divergence: reset first).
     ``~/step`` (Trigger): while paused, advance exactly one publish period (a whole number of
     physics steps) and publish; refused when not paused.
+    ``~/constraints/<name>/enable`` (SetBool), one per named constraint (a mimic joint's...;
+    ``<name>`` made a valid ROS token, see :mod:`mb_sim.ros.constraint_services`): true enforces
+    it (the state is projected onto it and republished at once), false releases it; refused, with
+    the reason in the response, when the state cannot be projected or other constraints' rows
+    were dropped as redundant with it.  Switches survive ``~/reset``.
 
 Timing
     A wall-clock (steady) timer at ``publish_rate``: each tick advances the physics, in one

@@ -19,8 +19,9 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
@@ -31,6 +32,7 @@ from tf2_msgs.msg import TFMessage
 from mb_sim.codegen import CodegenError, FactorizationError
 from mb_sim.model import ComponentError
 from mb_sim.resources import robot_path
+from mb_sim.ros.constraint_services import constraint_service_names
 from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
 from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped
 from mb_sim.sim.frames import base_twist_function, frame_tree, relative_pose
@@ -76,6 +78,7 @@ class SimulationNode(Node):
         self.urdf_text = self._load_simulator()
         self.robot = self.sim.robot
         self._set_initial_positions()
+        self._constraint_services = self._switch_constraints()
         self._tree = frame_tree(self.robot, self.world_frame, self.frame_prefix)
         if self.world_frame in {edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}:
             raise StartupError(f"parameter world_frame: {self.world_frame!r} is also a link frame of the robot "
@@ -116,6 +119,9 @@ class SimulationNode(Node):
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
         self.create_service(Trigger, "~/step", self._on_step)
+        for constraint, service in self._constraint_services.items():
+            self.create_service(SetBool, service,
+                                lambda request, response, name=constraint: self._on_constraint(name, request, response))
 
         # Wall-clock timers: steady time, never /clock (which this node publishes).
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -145,6 +151,9 @@ class SimulationNode(Node):
             "Prepended to every link frame id (as robot_state_publisher's frame_prefix)."))
         self.declare_parameter("world_frame", "world", _descriptor(
             "Fixed frame the robot's root hangs from (odom for mobile bases)."))
+        self.declare_parameter("disabled_constraints", Parameter.Type.STRING_ARRAY, _descriptor(
+            "Names of constraints (mimic joints...) to start disabled; ~/constraints/<name>/enable "
+            "switches them at run time."))
 
     def _read_parameters(self) -> None:
         try:
@@ -216,6 +225,20 @@ class SimulationNode(Node):
             raise StartupError(f"parameter initial_positions: {err}") from None
         self.initial_positions = positions
 
+    def _switch_constraints(self) -> dict[str, str]:
+        """Apply ``disabled_constraints``; the SetBool service name of each constraint."""
+        try:
+            disabled = list(self.get_parameter("disabled_constraints").value)
+        except ParameterUninitializedException:
+            disabled = []
+        try:
+            services = constraint_service_names(self.sim.constraints)
+            for name in disabled:
+                self.sim.set_constraint_enabled(name, False)
+        except ValueError as err:
+            raise StartupError(f"parameter disabled_constraints: {err}") from None
+        return services
+
     def _log_start(self) -> None:
         log = self.get_logger()
         actuated = self.sim.actuated_joints
@@ -224,6 +247,9 @@ class SimulationNode(Node):
                  f"robot '{self.robot.name}': {len(self.sim.coordinate_names)} coordinates; no actuated joint "
                  "(~/effort_commands takes empty arrays)")
         log.info("~/voltage_commands: no joint has a motor, every voltage command will be rejected")
+        for name, service in self._constraint_services.items():
+            state = "enabled" if self.sim.constraint_enabled(name) else "disabled"
+            log.info(f"constraint '{name}' ({state}): switch it with {service} (std_srvs/SetBool)")
         if abs(self.period_steps * self.dt * self.publish_rate - 1.0) > 1e-6:
             log.warning(f"1/publish_rate is not a multiple of physics_dt: a publish period of sim time is "
                         f"{self.period_steps} steps ({self.period_steps * self.dt:g} s)")
@@ -359,6 +385,22 @@ class SimulationNode(Node):
             response.success, response.message = False, f"the simulation diverged ({self._failure})"
         return response
 
+    def _on_constraint(self, name: str, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        """Enable (data: true) or disable constraint `name`; enabling projects the state onto it."""
+        try:
+            self.sim.set_constraint_enabled(name, request.data)
+        except (ValueError, SimulationError) as err:
+            response.success, response.message = False, str(err)
+        else:
+            state = "enabled" if request.data else "disabled"
+            response.success = True
+            response.message = f"constraint '{name}' {state} at sim time {self.sim.time:.6g} s"
+            if request.data:
+                self._publish_state()  # the projection may have moved the state
+        log = self.get_logger().info if response.success else self.get_logger().warning
+        log(f"{self._constraint_services[name]}: {response.message}")
+        return response
+
     # -- publishing ---------------------------------------------------------------------------
     def _publish_static_transforms(self) -> None:
         poses = self.sim.outputs().link_poses
@@ -414,6 +456,8 @@ class SimulationNode(Node):
                        "total energy [J]": f"{out.kinetic_energy + out.potential_energy:.9g}"}
         except FactorizationError as err:
             values["outputs"] = f"unavailable: {err}"
+        values |= {f"constraint {name}": "enabled" if self.sim.constraint_enabled(name) else "disabled"
+                   for name in self.sim.constraints}
         age = self._commands.age(now)
         values["command age [s]"] = "no command yet" if age is None else f"{age:.3f}"
         values["backend"] = f"{BACKEND} ({type(self.sim.model).__name__}, rk4)"

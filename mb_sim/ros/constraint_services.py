@@ -1,0 +1,37 @@
+"""Names of the per-constraint services (``~/constraints/<token>/enable``), without rclpy.
+
+A constraint is named after the URDF element that made it (a mimic joint, a loop-closure joint),
+and URDF names may hold characters a ROS name may not: each character outside ``[A-Za-z0-9_]``
+becomes ``_``, and a token that would start with a digit gets a leading ``_``.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["CONSTRAINT_SERVICE", "constraint_service_names", "name_token"]
+
+#: The service of constraint token ``{}``, relative to the node (``~``).
+CONSTRAINT_SERVICE = "~/constraints/{}/enable"
+
+
+def name_token(name: str) -> str:
+    """`name` as one valid ROS name token."""
+    token = re.sub(r"[^A-Za-z0-9_]", "_", name) or "_"
+    return f"_{token}" if token[0].isdigit() else token
+
+
+def constraint_service_names(constraints: list[str]) -> dict[str, str]:
+    """The SetBool service name of each constraint, by constraint name.
+
+    Raises ValueError when two constraints map to the same service (names differing only in
+    characters ROS does not allow).
+    """
+    services: dict[str, str] = {}
+    for name in constraints:
+        service = CONSTRAINT_SERVICE.format(name_token(name))
+        clash = next((other for other, taken in services.items() if taken == service), None)
+        if clash is not None:
+            raise ValueError(f"constraints {clash!r} and {name!r} would share the service {service}; "
+                             "rename one of them in the URDF")
+        services[name] = service
+    return services
