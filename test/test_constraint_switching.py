@@ -162,3 +162,32 @@ def test_disabling_is_refused_when_another_constraint_had_rows_dropped(zoo_path,
     assert sim.constraint_enabled(kept)
     with pytest.raises(ValueError, match=rf"constraint '{dropped}' cannot be switched: all its equations"):
         sim.set_constraint_enabled(dropped, False)
+
+
+def test_a_disabled_constraint_that_is_singular_here_does_not_poison_the_dynamics(zoo_without_mimic, cache_dir):
+    """finger = 0.1 / shoulder has an infinite Jacobian at shoulder = 0: disabled, it must not
+    matter (0 * inf would be NaN)."""
+    robot = build_robot(parse_urdf(zoo_without_mimic))
+    finger, shoulder = robot.joints[MIMIC], robot.joints["shoulder"]
+
+    class Hyperbola(LoadGroupBase):
+        required_parent_type = RevoluteJoint
+
+        def _define_constraints(self) -> None:
+            self.system.add_holonomic_constraints(finger.q[0] - 0.1 / shoulder.q[0])
+
+    finger.add_load_group(Hyperbola("hyperbola"))
+    robot.define_all()
+    eom = derive_equations(robot)
+    reference = Simulator(zoo_without_mimic, cache_dir=cache_dir).model
+    q, u = np.zeros(eom.n_q), np.linspace(-0.5, 0.5, eom.n_u)  # shoulder = 0
+    inputs = np.zeros(len(eom.inputs))
+    expected = reference.forward_dynamics(q, u, inputs)
+    for model in (CompiledModel(eom, cache_dir), NumpyModel(eom)):
+        model.buffers.enabled[:] = 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):  # NumPy says what C does silently
+            qdot, udot = model.forward_dynamics(q, u, inputs)
+            projected_q, projected_u = model.project(q, u)
+        assert np.all(np.isfinite(udot))
+        np.testing.assert_allclose(udot, expected[1], rtol=1e-12, atol=1e-12)
+        assert np.array_equal(projected_q, q) and np.array_equal(projected_u, u)

@@ -321,7 +321,8 @@ static int mb_least_norm_correction(double *x, const double *m, int rows, int co
     for (int k = 0; k < n_index; ++k) {
         double s = 0.0;
         for (int i = 0; i < rows; ++i)
-            s += m[i * cols + index[k]] * r[i];
+            if (mb_enabled(enabled, i))
+                s += m[i * cols + index[k]] * r[i];
         x[index[k]] -= s;
     }
     return 0;
@@ -368,9 +369,10 @@ _CONSTRAINED = Template("""\
         if (mb_cholesky(s, MB_N_CONSTRAINTS))
             return 2;
         mb_cholesky_solve(s, MB_N_CONSTRAINTS, lam);
-        for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
-            for (int k = 0; k < MB_N_U; ++k)
-                udot[k] -= lam[i] * y[i * MB_N_U + k];
+        for (int i = 0; i < MB_N_CONSTRAINTS; ++i)  /* skip disabled rows: 0 * inf is NaN */
+            if (mb_enabled(enabled, i))
+                for (int k = 0; k < MB_N_U; ++k)
+                    udot[k] -= lam[i] * y[i * MB_N_U + k];
     }
 """)
 

@@ -128,7 +128,7 @@ class NumpyModel(NumericModel):
                     a[on] @ y[:, on], a[on] @ udot_free + view(b.out, "acceleration_bias")[on, 0])
             except np.linalg.LinAlgError:
                 return 2
-            udot_free = udot_free - y @ lam
+            udot_free = udot_free - y[:, on] @ lam[on]
         udot[:] = udot_free
         return 0
 
