@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -283,3 +286,23 @@ def test_constraints_sharing_a_service_name_are_refused():
     with pytest.raises(ValueError, match=r"constraints 'loop-a' and 'loop\.a' would share the service "
                                          r"~/constraints/loop_a/enable"):
         constraint_service_names(["loop-a", "loop.a"])
+
+
+# -- bounded teardown ---------------------------------------------------------------------------
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_a_teardown_stuck_holding_the_gil_ends_the_process_with_status_1():
+    """As a Fast DDS deadlock in rcl_service_fini would: a foreign call that keeps the GIL."""
+    started = time.monotonic()
+    result = _python("import ctypes\nfrom mb_sim.ros.teardown import bounded_teardown\n"
+                     "with bounded_teardown(0.5):\n    ctypes.PyDLL(None).sleep(30)\nprint('not reached')")
+    assert result.returncode == 1 and time.monotonic() - started < 15
+    assert result.stdout == "" and result.stderr == ""  # no thread dump for the user
+
+
+def test_a_prompt_teardown_cancels_the_watchdog():
+    result = _python("import time\nfrom mb_sim.ros.teardown import bounded_teardown\n"
+                     "with bounded_teardown(0.2):\n    pass\ntime.sleep(0.6)\nprint('done')")
+    assert result.returncode == 0 and result.stdout == "done\n", result.stderr

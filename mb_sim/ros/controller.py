@@ -41,6 +41,8 @@ from rclpy.qos import qos_profile_sensor_data
 from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
 
+from mb_sim.ros.teardown import bounded_teardown
+
 __all__ = ["Gains", "SineTarget", "pd_efforts", "DemoController", "main", "NODE_NAME"]
 
 NODE_NAME = "mb_sim_demo_controller"
@@ -161,9 +163,10 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        with bounded_teardown():
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
     return 0
 
 

@@ -34,6 +34,7 @@ from rosgraph_msgs.msg import Clock
 
 from mb_sim.resources import share_directory
 from mb_sim.ros.pacing import RateMonitor
+from mb_sim.ros.teardown import bounded_teardown
 
 __all__ = ["main", "Snapshot", "format_status", "StatusLine", "Monitor", "Child", "DEFAULT_ROBOT"]
 
@@ -243,18 +244,22 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     status = StatusLine(sys.stdout, sys.stderr)
     status.message(f"mb-sim-demo: simulating {args.robot} with the demo controller; Ctrl-C stops")
-    with rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO):
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+    monitor, children = None, []
+    try:
         monitor = Monitor()
         children = _children(args, status)
-        try:
-            code = _run(args, monitor, children, status, stop)
-        finally:
-            _stop(children)
-            monitor.destroy_node()
+        code = _run(args, monitor, children, status, stop)
+    finally:
+        _stop(children)
+        with bounded_teardown():
+            if monitor is not None:
+                monitor.destroy_node()
             # spin_once leaves executor objects (its callback generator, tasks) in reference
             # cycles; collect them now, not during interpreter shutdown, where rclpy's Task
             # finalizer fails on torn-down modules and prints a traceback.
             gc.collect()
+            rclpy.try_shutdown()
     status.close(format_status(monitor.snapshot))
     return code
 

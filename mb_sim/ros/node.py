@@ -55,7 +55,8 @@ Timing
     time and coordinate, pauses the simulation and shows as ERROR until ``~/reset``.
 
 Exit status: 0 after Ctrl-C or shutdown, also during start-up (quietly, no traceback); 1 with
-one line naming the bad parameter.  The heavy imports happen inside :func:`main` so an early
+one line naming the bad parameter, or when tearing down DDS hangs for 1.5 s (a Fast DDS
+deadlock, see :mod:`mb_sim.ros.teardown`).  The heavy imports happen inside :func:`main` so an early
 Ctrl-C exits quietly too.
 """
 from __future__ import annotations
@@ -114,6 +115,7 @@ def _run(args: list[str] | None) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     from mb_sim.ros.simulation_node import SimulationNode, StartupError
+    from mb_sim.ros.teardown import bounded_teardown
 
     if _interrupted:  # a KeyboardInterrupt swallowed by some import
         return 0
@@ -132,9 +134,10 @@ def _run(args: list[str] | None) -> int:
         pass
     finally:
         try:
-            if node is not None:
-                node.destroy_node()
-            rclpy.try_shutdown()
+            with bounded_teardown():
+                if node is not None:
+                    node.destroy_node()
+                rclpy.try_shutdown()
         except KeyboardInterrupt:
             pass
     return 0
