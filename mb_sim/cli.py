@@ -110,6 +110,7 @@ def _eom(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     """Print the component tree, the coordinates and speeds, the constraint analysis and the DoF."""
     from mb_sim.model import symbol_name
+    from mb_sim.ros.constraint_services import constraint_service_names
     from mb_sim.symbolic import derive_equations
 
     robot = _load_robot(args.robot)
@@ -125,6 +126,10 @@ def _info(args: argparse.Namespace) -> int:
     print(f"\nConstraints: {eom.n_constraints} of {total} kept")
     for line in dropped:
         print(f"  {line}")
+    services = constraint_service_names(list(dict.fromkeys(eom.constraint_names)))
+    for name, service in services.items():
+        rows = eom.constraint_names.count(name)
+        print(f"  {name}: {rows} equation{'s' if rows > 1 else ''}; switch with --disable {name} or {service}")
     print(f"Degrees of freedom: {eom.n_u - eom.n_constraints} "
           f"({eom.n_u} speeds - {eom.n_constraints} independent constraints)")
     return 0

@@ -168,6 +168,8 @@ def test_info_counts_constraints(mb_sim, repo):
     result = mb_sim("info", str(repo / "test" / "urdf" / "kinematic_zoo.urdf"))
     assert result.returncode == 0, result.stderr
     assert "Constraints: 1 of 1 kept" in result.stdout and "Degrees of freedom: 6 " in result.stdout
+    assert ("  finger_joint: 1 equation; switch with --disable finger_joint or ~/constraints/finger_joint/enable"
+            in result.stdout)
 
 
 def test_info_lists_dropped_constraints(repo, monkeypatch, capsys):
@@ -186,6 +188,7 @@ def test_info_lists_dropped_constraints(repo, monkeypatch, capsys):
     assert ("Constraints: 1 of 3 kept\n"
             "  constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others; dropped\n"
             "  constraint 2 (RevoluteJoint 'finger_joint') is already satisfied (zero row); dropped\n"
+            "  finger_joint: 1 equation; switch with --disable finger_joint or ~/constraints/finger_joint/enable\n"
             "Degrees of freedom: 6 (7 speeds - 1 independent constraints)\n") in text
 
 
