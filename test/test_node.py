@@ -604,6 +604,7 @@ def test_constraint_service_disables_and_reenables_the_mimic(nodes, peer, repo):
 
     response = peer.call(SetBool, service, SetBool.Request(data=False))
     assert response.success and "disabled" in response.message
+    push.publish(JointState(name=["shoulder"], effort=[-3.0]))  # off its stop, if it sits there
     count = len(states)
     assert peer.spin_until(lambda: len(states) > count + 5 and mimic_errors(states)[-1] > 1e-6, 20)
     assert zoo.running()
