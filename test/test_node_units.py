@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import signal
 import subprocess
 import sys
 import time
@@ -306,3 +307,23 @@ def test_a_prompt_teardown_cancels_the_watchdog():
     result = _python("import time\nfrom mb_sim.ros.teardown import bounded_teardown\n"
                      "with bounded_teardown(0.2):\n    pass\ntime.sleep(0.6)\nprint('done')")
     assert result.returncode == 0 and result.stdout == "done\n", result.stderr
+
+
+def test_signals_during_a_teardown_are_ignored_and_the_watchdog_still_ends_it():
+    """A supervisor's SIGTERM (mb-sim-demo sends one 1 s after SIGINT) must not break a stuck
+    teardown with a traceback: the process still ends by the watchdog, status 1, silently."""
+    code = ("import ctypes\nfrom mb_sim.ros.teardown import bounded_teardown\n"
+            "with bounded_teardown(1.5):\n    print('tearing down', flush=True)\n    ctypes.PyDLL(None).sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "tearing down\n"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)  # default action: killed by the signal (status -15)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and err == ""
+
+
+def test_run_until_signal_turns_ctrl_c_into_exit_0():
+    result = _python("import os, signal\nfrom mb_sim.ros.teardown import run_until_signal\n"
+                     "def body():\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n    return 3\n"
+                     "raise SystemExit(run_until_signal(body))")
+    assert result.returncode == 0 and result.stderr == ""

@@ -151,10 +151,14 @@ class DemoController(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of ``mb_sim_demo_controller``: spin until Ctrl-C or shutdown, then clean up quietly."""
-    rclpy.init(args=args)
+    """Entry point of ``mb_sim_demo_controller``: spin until Ctrl-C or shutdown, then clean up quietly.
+
+    rclpy's own signal handlers wake the executor (this node has no timer that would); the
+    teardown ignores further signals and is time-limited (see :mod:`mb_sim.ros.teardown`).
+    """
     node = None
     try:
+        rclpy.init(args=args)
         node = DemoController()
         rclpy.spin(node)
     except ParameterException as err:

@@ -55,22 +55,17 @@ Timing
     time and coordinate, pauses the simulation and shows as ERROR until ``~/reset``.
 
 Exit status: 0 after Ctrl-C or shutdown, also during start-up (quietly, no traceback); 1 with
-one line naming the bad parameter, or when tearing down DDS hangs for 1.5 s (a Fast DDS
+one line naming the bad parameter, or when tearing down DDS hangs for 0.75 s (a Fast DDS
 deadlock, see :mod:`mb_sim.ros.teardown`).  The heavy imports happen inside :func:`main` so an early
 Ctrl-C exits quietly too.
 """
 from __future__ import annotations
 
-import signal
 import sys
 
 __all__ = ["main", "SimulationNode", "StartupError", "LATCHED_QOS", "DEFAULT_ROBOT"]
 
 _LAZY = {"SimulationNode", "StartupError", "LATCHED_QOS", "DEFAULT_ROBOT", "TF_QOS"}
-#: Set by the first SIGINT/SIGTERM: from then on every way out is a quiet exit 0.
-_interrupted = False
-
-
 def __getattr__(name: str):
     """The node class and its constants, imported on first use (``mb_sim.ros.node.LATCHED_QOS``)."""
     if name in _LAZY:
@@ -80,33 +75,16 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _on_signal(signum: int, frame) -> None:
-    """SIGINT/SIGTERM: remember it and interrupt whatever runs (imports, compiling, spinning)."""
-    global _interrupted
-    _interrupted = True
-    raise KeyboardInterrupt
-
-
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``mb_sim_node``: spin until Ctrl-C or shutdown, then clean up quietly.
 
-    The node's own SIGINT/SIGTERM handler (rclpy installs none) turns a signal at any stage into a
-    quiet exit 0, even one that a library swallowed or that left rclpy half set up.
+    Its own SIGINT/SIGTERM handling (rclpy installs none here, see :mod:`mb_sim.ros.teardown`)
+    turns a signal at any stage into a quiet exit 0, even one that a library swallowed or that
+    left rclpy half set up.
     """
-    global _interrupted
-    _interrupted = False
-    previous = {signum: signal.signal(signum, _on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        return 0
-    except Exception:
-        if _interrupted:
-            return 0
-        raise
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    from mb_sim.ros.teardown import run_until_signal
+
+    return run_until_signal(lambda: _run(args))
 
 
 def _run(args: list[str] | None) -> int:
@@ -115,18 +93,18 @@ def _run(args: list[str] | None) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     from mb_sim.ros.simulation_node import SimulationNode, StartupError
-    from mb_sim.ros.teardown import bounded_teardown
+    from mb_sim.ros.teardown import bounded_teardown, interrupted
 
-    if _interrupted:  # a KeyboardInterrupt swallowed by some import
+    if interrupted():  # a KeyboardInterrupt swallowed by some import
         return 0
     node = None
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = SimulationNode()
-        if not _interrupted:
+        if not interrupted():
             rclpy.spin(node)
     except StartupError as err:
-        if _interrupted:
+        if interrupted():
             return 0
         print(f"mb_sim_node: {err}", file=sys.stderr)
         return 1

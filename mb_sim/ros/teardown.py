@@ -1,33 +1,76 @@
-"""Leaving ROS 2 without hanging: node and context teardown with a time limit.
+"""How the ROS processes end: signals turned into a quiet exit, and a teardown that cannot hang.
 
-Destroying DDS entities can deadlock inside Fast DDS when one of its timer callbacks needs a lock
-the destroying thread holds (eProsima/Fast-DDS#6502, open; seen here as a node stuck for good in
-``rcl_service_fini`` when several nodes started and stopped at once).  The blocked call holds the
-GIL, so no Python thread can step in: the limit is faulthandler's C watchdog, which ends the
-process with status 1 once ``TEARDOWN_TIMEOUT`` has passed.  A normal teardown takes milliseconds.
+``run_until_signal`` runs a process's body with SIGINT and SIGTERM raising KeyboardInterrupt at
+any stage (imports, compiling, spinning), so Ctrl-C always means a quiet exit 0.
+
+``bounded_teardown`` guards the destruction of nodes and the rclpy context.  Destroying DDS
+entities can deadlock inside Fast DDS when one of its timer callbacks needs a lock the destroying
+thread holds (eProsima/Fast-DDS#6502, open; seen here as a node stuck for good in
+``rcl_service_fini`` while several nodes started and stopped at once).  The blocked call holds
+the GIL, so no Python thread can step in: the limit is faulthandler's C watchdog, which ends the
+process with status 1 after ``TEARDOWN_TIMEOUT``.  Signals are ignored meanwhile, so a second
+Ctrl-C (or a supervisor's SIGTERM) cannot break a teardown half-way with a traceback.  A normal
+teardown takes milliseconds.
 """
 from __future__ import annotations
 
 import faulthandler
 import os
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["TEARDOWN_TIMEOUT", "bounded_teardown"]
+__all__ = ["TEARDOWN_TIMEOUT", "bounded_teardown", "interrupted", "run_until_signal"]
 
-#: Seconds a teardown may take before the process is ended (status 1).
-TEARDOWN_TIMEOUT = 1.5
+#: Seconds a teardown may take before the process is ended (status 1); below mb-sim-demo's
+#: 1 s grace between SIGINT and SIGTERM.
+TEARDOWN_TIMEOUT = 0.75
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_interrupted = False
+
+
+def interrupted() -> bool:
+    """Whether SIGINT or SIGTERM arrived during ``run_until_signal``."""
+    return _interrupted
+
+
+def _on_signal(signum: int, frame) -> None:
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def run_until_signal(body: Callable[[], int]) -> int:
+    """``body()``'s exit status, or 0 once SIGINT/SIGTERM arrived (whatever it raised then)."""
+    global _interrupted
+    _interrupted = False
+    previous = {signum: signal.signal(signum, _on_signal) for signum in _SIGNALS}
+    try:
+        return body()
+    except KeyboardInterrupt:
+        return 0
+    except Exception:
+        if _interrupted:  # a library turned the interrupt into its own error
+            return 0
+        raise
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextmanager
 def bounded_teardown(timeout: float = TEARDOWN_TIMEOUT) -> Iterator[None]:
-    """Run the body (destroy nodes, shut rclpy down); past `timeout` s, exit the process with 1.
-
-    The watchdog writes its thread dump to /dev/null: a user stopping a node wants no traceback.
-    """
+    """Run the body (destroy nodes, shut rclpy down) with signals ignored; past `timeout` s, end
+    the process with status 1.  The watchdog's thread dump goes to /dev/null."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in _SIGNALS} if in_main_thread else {}
     with open(os.devnull, "w") as sink:
         faulthandler.dump_traceback_later(timeout, exit=True, file=sink)
         try:
             yield
         finally:
             faulthandler.cancel_dump_traceback_later()
+            for signum, handler in previous.items():
+                if handler is not None:  # None: installed outside Python; the process is ending anyway
+                    signal.signal(signum, handler)
