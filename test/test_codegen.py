@@ -499,6 +499,11 @@ def test_malformed_equations_are_reported():
     del eom.outputs["phi_jacobian"]
     with pytest.raises(CodegenError, match="phi_jacobian missing"):
         generate_c_source(eom)
+    eom = cartesian_pendulum()  # Phi without its velocity row in A: enabled flags could not pair them
+    for name in ("constraint_matrix", "constraint_bias", "acceleration_bias"):
+        eom.outputs[name] = eom.outputs[name][:0, :]
+    with pytest.raises(CodegenError, match="1 holonomic constraints but only 0 rows in the constraint matrix"):
+        generate_c_source(eom)
 
 
 @pytest.mark.parametrize("field, indices, message", [

@@ -20,7 +20,7 @@ Entry points (all ``q, u, inputs, params`` are ``const double *`` unless noted, 
   finiteness check (3) and the projection (4); on failure the state and ``*t`` are those at the
   start of the failing step;
 * ``mb_evaluate_packed``, ``mb_forward_dynamics_packed``, ``mb_project_packed`` (each
-  ``(double *const *a)``): the same with one argument,
+  ``(double *const *a)``) and ``mb_rk4_packed(a, dt, n_steps)``: the same with the buffers packed,
   ``a = {q, u, inputs, params, &t, out, qdot, udot, lam, enabled}``;
 * ``mb_n_q(), mb_n_u(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
   ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches.
@@ -51,7 +51,7 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "5"
 
 _SIGNATURE = ("const double *q, const double *u, const double *inputs,\n"
               "    const double *params, double t")
@@ -61,21 +61,21 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     """The C99 source of `eom`'s model (see the module docstring for its entry points)."""
     layout = OutputLayout.from_equations(eom)
     projection = Projection.from_equations(eom)
-    n_h, len_x = layout.blocks["phi"].shape[0], max(eom.n_q + eom.n_u, 1)
+    n_h, len_x = eom.n_holonomic, max(eom.n_q + eom.n_u, 1)  # n_h <= n_c: checked by the layout
     report(progress, f"generating C for {eom.name}...")
     functions = [
         ("mb_evaluate", "Every output of the model into out[].", OUTPUT_NAMES),
         ("mb_dynamics", "Only the dynamics blocks (M, F, qdot, A, b, c) into out[].",
          DYNAMICS_OUTPUTS),
     ]
-    if n_h or eom.n_constraints:
+    if eom.n_constraints:
         functions.append(("mb_constraints", "Only the blocks projection needs (Phi, dPhi/dq, A, b) "
                           "into out[].", PROJECTION_OUTPUTS))
     return "\n".join([
         _header(eom, layout, projection),
         *(_c_function(name, doc, straight_line_program(eom, names, progress),
                       layout.indices(names)) for name, doc, names in functions),
-        _linear_algebra(n_h, eom.n_constraints),
+        _linear_algebra(eom.n_constraints),
         _forward_dynamics(eom.n_u, eom.n_constraints),
         _projection(projection, n_h, eom.n_constraints, len_x),
         _INTEGRATOR.substitute(len_x=len_x, len_c=max(eom.n_constraints, 1)),
@@ -127,7 +127,7 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection
         name=repr(eom.name).replace("*/", "*\\/"), version=GENERATOR_VERSION,
         sympy=sympy.__version__, table=table, offsets=offsets, n_q=eom.n_q, n_u=eom.n_u,
         n_inputs=len(eom.inputs), n_params=len(eom.parameters), n_c=eom.n_constraints,
-        n_h=layout.blocks["phi"].shape[0], n_out=layout.size, n_blocks=len(blocks),
+        n_h=eom.n_holonomic, n_out=layout.size, n_blocks=len(blocks),
         offset_list=", ".join(str(b.offset) for b in blocks) + f", {layout.size}",
         rows=", ".join(str(b.shape[0]) for b in blocks),
         cols=", ".join(str(b.shape[1]) for b in blocks),
@@ -141,14 +141,11 @@ def _index_list(indices: tuple[int, ...]) -> str:
     return ", ".join(map(str, indices)) or "none"
 
 
-def _linear_algebra(n_h: int, n_c: int) -> str:
+def _linear_algebra(n_c: int) -> str:
     """Cholesky helpers, plus what the constrained solver and the projection need, if anything."""
-    parts = [_CHOLESKY]
-    if n_c:
-        parts += [_DOT, _ENABLED]
-    if n_h or n_c:
-        parts.append(_LEAST_NORM.substitute(len_gram=max(n_h, n_c) ** 2))
-    return "\n".join(parts)
+    if not n_c:
+        return _CHOLESKY
+    return "\n".join([_CHOLESKY, _DOT, _ENABLED, _LEAST_NORM.substitute(len_gram=n_c * n_c)])
 
 
 def _forward_dynamics(n_u: int, n_c: int) -> str:
@@ -163,7 +160,7 @@ def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
     if not projection.needed:
         return _NO_PROJECTION
     helpers, body = [], []
-    if n_h or n_c:
+    if n_c:
         body.append("    double out[MB_N_OUT];")
     body.append("    (void)q; (void)u; (void)inputs; (void)params; (void)t; (void)enabled;")
     if projection.quaternion_starts:
@@ -572,5 +569,10 @@ int mb_forward_dynamics_packed(double *const *a)
 int mb_project_packed(double *const *a)
 {
     return mb_project(a[0], a[1], a[2], a[3], a[4][0], a[9]);
+}
+
+int mb_rk4_packed(double *const *a, double dt, int n_steps)
+{
+    return mb_rk4(a[0], a[1], a[2], a[3], a[4], dt, n_steps, a[9]);
 }
 """)

@@ -29,7 +29,7 @@ from mb_sim.codegen.compiler import COMPILE_FLAGS, compile_shared_library
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
-__all__ = ["cache_directory", "cache_key", "load_library"]
+__all__ = ["atomic_write", "cache_directory", "cache_key", "load_library", "safe_name", "temporary_path"]
 
 
 def cache_directory(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -94,7 +94,7 @@ class _Entry:
     @classmethod
     def of(cls, source: str, name: str, directory: Path) -> _Entry:
         key = cache_key(source)
-        return cls(key, directory, f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:64]}-{key[:16]}")
+        return cls(key, directory, f"{safe_name(name)}-{key[:16]}")
 
     @property
     def library(self) -> Path:
@@ -121,35 +121,42 @@ class _Entry:
         """Compile `source` and install library and sidecar atomically."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._write(self.source, source.encode())
-            with self._temporary(".so") as library:
+            atomic_write(self.source, source.encode())
+            with temporary_path(self.library) as library:
                 compile_shared_library(self.source, library, progress)
                 metadata = {"key": self.key, "sha256": _sha256(library),
                             "generator_version": GENERATOR_VERSION, "sympy": sympy.__version__}
                 os.replace(library, self.library)
-            self._write(self.sidecar, json.dumps(metadata, indent=1).encode())
+            atomic_write(self.sidecar, json.dumps(metadata, indent=1).encode())
         except OSError as error:
             raise CodegenError(f"cannot write to the cache directory {self.directory}: {error} "
                                "(set $MB_SIM_CACHE_DIR or pass cache_dir)") from error
 
-    def _write(self, path: Path, data: bytes) -> None:
-        """Write `data` to `path` atomically."""
-        with self._temporary(path.suffix) as temporary:
-            with open(temporary, "xb") as file:
-                file.write(data)
-            os.replace(temporary, path)
 
-    @contextmanager
-    def _temporary(self, suffix: str) -> Iterator[Path]:
-        """A new unique path in the cache directory, removed afterwards if a file is there.
+def safe_name(name: str) -> str:
+    """`name` as a file-name stem: characters outside [A-Za-z0-9_.-] become _, at most 64."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "model"
 
-        The file is not created here, so the one written there gets the umask's permissions.
-        """
-        path = self.directory / f".{self.stem}.{os.getpid()}.{secrets.token_hex(6)}{suffix}"
-        try:
-            yield path
-        finally:
-            path.unlink(missing_ok=True)
+
+@contextmanager
+def temporary_path(target: Path) -> Iterator[Path]:
+    """A new unique path beside `target` (hidden, same suffix), removed afterwards if a file is there.
+
+    The file is not created here, so the one written there gets the umask's permissions.
+    """
+    path = target.with_name(f".{target.stem}.{os.getpid()}.{secrets.token_hex(6)}{target.suffix}")
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` atomically: a temporary file beside it, then ``os.replace``."""
+    with temporary_path(path) as temporary:
+        with open(temporary, "xb") as file:
+            file.write(data)
+        os.replace(temporary, path)
 
 
 def _sha256(path: Path) -> str:

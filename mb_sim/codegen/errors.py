@@ -6,9 +6,9 @@ __all__ = ["CodegenError", "FactorizationError", "FACTORIZATION_FAILURES"]
 # Nonzero status codes of mb_forward_dynamics (1, 2), mb_project (4) and mb_rk4 (any); the NumPy
 # backend uses the same codes.
 FACTORIZATION_FAILURES = {
-    1: "the mass matrix M is not positive definite",
-    2: "A M^-1 A^T is not positive definite (are the constraints independent?)",
-    3: "state is not finite (NaN or inf)",
+    1: "the mass matrix is not positive definite",
+    2: "the constraints are singular here (A M^-1 A^T not positive definite)",
+    3: "the state is not finite (NaN or inf)",
     4: "projection onto the constraints failed",
 }
 

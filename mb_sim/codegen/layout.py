@@ -48,11 +48,15 @@ class OutputLayout:
         Raises
         ------
         CodegenError
-            An output is missing or has the wrong shape.
+            An output is missing or has the wrong shape, or Phi has more rows than A (each row
+            of Phi is one of the first rows of A: they are enabled together).
         """
         missing = [name for name in OUTPUT_NAMES if name not in eom.outputs]
         if missing:
             raise CodegenError(f"model {eom.name!r}: outputs {', '.join(missing)} missing")
+        if eom.n_holonomic > eom.n_constraints:
+            raise CodegenError(f"model {eom.name!r}: {eom.n_holonomic} holonomic constraints but only "
+                               f"{eom.n_constraints} rows in the constraint matrix; its first rows must be dPhi/dt")
         expected = _expected_shapes(eom)
         blocks, offset = {}, 0
         for name in OUTPUT_NAMES:
@@ -83,7 +87,7 @@ class OutputLayout:
 
 def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]]:
     """Documented shape of each output (None: any number of rows)."""
-    n_q, n_u, n_c, n_h = eom.n_q, eom.n_u, eom.n_constraints, eom.outputs["phi"].shape[0]
+    n_q, n_u, n_c, n_h = eom.n_q, eom.n_u, eom.n_constraints, eom.n_holonomic
     return {
         "mass_matrix": (n_u, n_u), "forcing": (n_u, 1), "qdot": (n_q, 1), "phi": (None, 1),
         "phi_jacobian": (n_h, n_q),

@@ -141,8 +141,7 @@ class NumericModel(ABC):
             Code 4: the projection failed (``buffers.q, buffers.u`` are then `q`, `u`).
         """
         b = self.buffers
-        b.q[:], b.u[:] = q, u
-        b.params[:] = self.parameter_values if params is None else params
+        self._load(q, u, b.inputs, params)
         self.project_into(t)
         return b.q.copy(), b.u.copy()
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from pathlib import Path
 
 from sympy import Matrix, Symbol
 from sympy.physics.mechanics import dynamicsymbols
 
 from mb_sim.codegen.c_source import GENERATOR_VERSION
-from mb_sim.codegen.cache import cache_directory
+from mb_sim.codegen.cache import atomic_write, cache_directory, safe_name
 from mb_sim.codegen.compiled import CompiledModel
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.numeric_model import NumericModel
@@ -45,7 +44,7 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
     if backend != "c":
         raise ValueError(f"unknown backend {backend!r}: use 'c' or 'numpy'")
     directory = cache_directory(cache_dir)
-    index = directory / f"{_safe(robot.name)}-{topology_key(robot)[:24]}-g{GENERATOR_VERSION}.model.json"
+    index = directory / f"{safe_name(robot.name)}-{topology_key(robot)[:24]}-g{GENERATOR_VERSION}.model.json"
     cached = _load_cached(robot, index, directory, progress)
     if cached is not None:
         return cached
@@ -53,10 +52,6 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
     model = CompiledModel(eom, directory, progress)
     _write_index(index, eom, model.library_path.with_suffix(".c"))
     return model
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "robot"
 
 
 def _header(eom: EquationsOfMotion) -> dict:
@@ -72,10 +67,7 @@ def _header(eom: EquationsOfMotion) -> dict:
 
 def _write_index(index: Path, eom: EquationsOfMotion, source: Path) -> None:
     """Atomically write the index entry (temporary file in the same directory, then replace)."""
-    data = json.dumps({"source": source.name, "header": _header(eom)}, indent=1)
-    temporary = index.with_name(f".{index.name}.{os.getpid()}.{secrets.token_hex(6)}")
-    temporary.write_text(data)
-    os.replace(temporary, index)
+    atomic_write(index, json.dumps({"source": source.name, "header": _header(eom)}, indent=1).encode())
 
 
 def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress) -> NumericModel | None:

@@ -66,7 +66,7 @@ class Projection:
             An index is out of range or repeated, quaternion blocks overlap, or fewer dependent
             coordinates (speeds) are named than there are holonomic (velocity) constraints.
         """
-        n_h, n_c = eom.outputs["phi"].shape[0], eom.n_constraints
+        n_h, n_c = eom.n_holonomic, eom.n_constraints
         starts = _indices(eom, "quaternion_starts", eom.quaternion_starts, eom.n_q - 3)
         covered = [s + k for s in starts for k in range(4)]
         if len(set(covered)) != len(covered):

@@ -27,13 +27,14 @@ GENERIC_SEED = 4004
 
 @dataclass
 class ConstraintEquations:
-    """Independent constraints: Phi(q) = 0, A(q) u + b = 0, A u' + c = 0.
+    """Independent constraints: Phi(q) = 0 with its Jacobian dPhi/dq, A(q) u + b = 0, A u' + c = 0.
 
     ``names`` names, per kept row of A, the component that added it (the first rows are those of
     Phi); ``redundant`` the components with rows dropped as redundant with the others.
     """
 
     phi: Matrix
+    phi_jacobian: Matrix
     matrix: Matrix
     bias: Matrix
     acceleration_bias: Matrix
@@ -63,30 +64,32 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
     phi = plain.convert_matrix(Matrix(system.holonomic_constraints)) if system.holonomic_constraints else zeros(0, 1)
     nonholonomic = (plain.convert_matrix(Matrix(system.nonholonomic_constraints))
                     if system.nonholonomic_constraints else zeros(0, 1))
-    velocity = (phi.jacobian(q) * plain.qdot + phi.diff(plain.time)).col_join(nonholonomic)
+    jacobian = phi.jacobian(q)
+    velocity = (jacobian * plain.qdot + phi.diff(plain.time)).col_join(nonholonomic)
     if velocity.shape[0] == 0:
         empty = zeros(0, 1)
-        return ConstraintEquations(empty, zeros(0, len(u)), empty, empty, [])
+        return ConstraintEquations(empty, jacobian, zeros(0, len(u)), empty, empty, [])
     matrix = velocity.jacobian(u)
     bias = velocity.xreplace({x: 0 for x in u})
     owners = _constraint_owners(robot)
     labels = [f"{type(owner).__name__} '{owner.name}'" for owner in owners]
-    keep, report, redundant = _independent_rows(robot, plain, phi, matrix, labels)
+    keep, report, redundant = _independent_rows(robot, plain, phi, jacobian, matrix, labels)
     n_h = phi.shape[0]
     matrix, bias = matrix.extract(keep, list(range(len(u)))), bias.extract(keep, [0])
     acceleration_bias = (matrix * u + bias).jacobian(q) * plain.qdot + (matrix * u + bias).diff(plain.time)
-    phi = phi.extract([k for k in keep if k < n_h], [0]) if n_h else phi
-    return ConstraintEquations(phi, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
+    holonomic = [k for k in keep if k < n_h]
+    phi, jacobian = phi.extract(holonomic, [0]), jacobian.extract(holonomic, list(range(len(q))))
+    return ConstraintEquations(phi, jacobian, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
                                list(dict.fromkeys(owners[k].name for k in redundant)))
 
 
-def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix) -> list[np.ndarray]:
+def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix) -> list[np.ndarray]:
     """Seeded random configurations, projected onto Phi(q) = 0."""
     rng = np.random.default_rng(GENERIC_SEED)
     index = {dynamic: i for i, dynamic in enumerate(robot.system.q)}
     parameters = robot.parameters
     phi_num = lambdify([plain.q], phi.xreplace(parameters), "numpy")
-    jac_num = lambdify([plain.q], phi.jacobian(plain.q).xreplace(parameters), "numpy")
+    jac_num = lambdify([plain.q], jacobian.xreplace(parameters), "numpy")
     samples = []
     for _ in range(GENERIC_SAMPLES):
         q = rng.uniform(-np.pi, np.pi, len(plain.q))
@@ -103,12 +106,12 @@ def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix) -> l
     return samples
 
 
-def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, matrix: Matrix,
+def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix, matrix: Matrix,
                       names: list[str]) -> tuple[list[int], list[str], list[int]]:
     """Rows of A kept (greedy by rank, in order), a report on the rest, and the rows dropped as
     redundant (not merely zero)."""
     numeric = lambdify([plain.q], matrix.xreplace(robot.parameters), "numpy")
-    samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in _generic_configurations(robot, plain, phi)]
+    samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in _generic_configurations(robot, plain, phi, jacobian)]
     best_keep: list[int] = []
     for A in samples:
         keep: list[int] = []

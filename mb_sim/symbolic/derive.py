@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from sympy import Matrix, zeros
+from sympy import Matrix
 from sympy.physics.mechanics import dynamicsymbols
 
 from mb_sim.model import FloatingJoint, JointEffort, Robot
@@ -51,7 +51,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "forcing": kane.forcing,
         "qdot": plain.qdot,
         "phi": constraints.phi,
-        "phi_jacobian": constraints.phi.jacobian(plain.q) if constraints.phi.shape[0] else zeros(0, len(plain.q)),
+        "phi_jacobian": constraints.phi_jacobian,
         "constraint_matrix": constraints.matrix,
         "constraint_bias": constraints.bias,
         "acceleration_bias": constraints.acceleration_bias,

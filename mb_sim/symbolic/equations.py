@@ -90,6 +90,11 @@ class EquationsOfMotion:
         return len(self.u)
 
     @property
+    def n_holonomic(self) -> int:
+        """Number of holonomic constraints: the rows of Phi, which are the first rows of A."""
+        return self.outputs["phi"].shape[0]
+
+    @property
     def n_constraints(self) -> int:
         """Number of (independent) velocity constraints."""
         return self.outputs["constraint_matrix"].shape[0]

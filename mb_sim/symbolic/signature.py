@@ -39,7 +39,8 @@ def topology_signature(robot: Robot) -> dict:
     return {
         "derivation": DERIVATION_VERSION, "sympy": sympy.__version__, "root": robot.root_link.name,
         "q": [str(q) for q in system.q], "u": [str(u) for u in system.u],
-        "q_dependent": [str(q) for q in system.q_dep], "kdes": [str(k) for k in system.kdes],
+        "q_dependent": [str(q) for q in system.q_dep], "u_dependent": [str(u) for u in system.u_dep],
+        "kdes": [str(k) for k in system.kdes],
         "inputs": [str(e) for e in joint_efforts(robot)], "parameters": [str(p) for p in robot.parameters],
         "joints": joints, "links": links, "loads": loads,
         "holonomic": [str(c) for c in system.holonomic_constraints],
