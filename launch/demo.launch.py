@@ -49,6 +49,6 @@ def generate_launch_description() -> LaunchDescription:
             executable="mb_sim_demo_controller",
             name="mb_sim_demo_controller",
             output="screen",
-            parameters=[LaunchConfiguration("controller_params_file"), {"use_sim_time": True}],
+            parameters=[LaunchConfiguration("controller_params_file")],  # use_sim_time: true by default
         ),
     ])

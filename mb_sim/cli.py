@@ -7,7 +7,6 @@ import importlib
 import math
 import os
 import platform
-import re
 import shutil
 import sys
 import time
@@ -23,10 +22,6 @@ if TYPE_CHECKING:
     from mb_sim.sim import Simulator, Trajectory
 
 __all__ = ["main", "build_parser", "CommandError"]
-
-#: A line the constraint analysis reports about a redundant or already satisfied constraint.
-_DROPPED = re.compile(r"constraint .* dropped")
-
 
 def _doctor(_args: argparse.Namespace) -> int:
     """Report what this installation can do: ROS 2 messages, C compiler, Python, recordings, plots."""
@@ -111,7 +106,9 @@ def _info(args: argparse.Namespace) -> int:
     """Print the component tree, the coordinates and speeds, the constraint analysis and the DoF."""
     from mb_sim.model import symbol_name
     from mb_sim.ros.constraint_services import constraint_service_names
-    from mb_sim.symbolic import derive_equations
+    from mb_sim.symbolic.constraints import derive_constraints
+    from mb_sim.symbolic.derive import joint_efforts
+    from mb_sim.symbolic.plain import PlainSymbols
 
     robot = _load_robot(args.robot)
     print(robot.describe())
@@ -120,18 +117,18 @@ def _info(args: argparse.Namespace) -> int:
         print(f"\n{title}:")
         for symbol in symbols:
             print(f"  {symbol_name(symbol)}: {descriptions.get(symbol, '')}")
-    dropped: list[str] = []
-    eom = derive_equations(robot, progress=lambda line: dropped.extend(_DROPPED.findall(line)))
+    # The constraint analysis alone (no Kane's equations): what it keeps, drops and names.
+    plain = PlainSymbols(list(system.q), list(system.u), joint_efforts(robot), list(system.kdes))
+    constraints = derive_constraints(robot, plain)
+    kept, n_u = len(constraints.names), len(system.u)
     total = len(system.holonomic_constraints) + len(system.nonholonomic_constraints)
-    print(f"\nConstraints: {eom.n_constraints} of {total} kept")
-    for line in dropped:
+    print(f"\nConstraints: {kept} of {total} kept")
+    for line in constraints.report:
         print(f"  {line}")
-    services = constraint_service_names(list(dict.fromkeys(eom.constraint_names)))
-    for name, service in services.items():
-        rows = eom.constraint_names.count(name)
+    for name, service in constraint_service_names(list(dict.fromkeys(constraints.names))).items():
+        rows = constraints.names.count(name)
         print(f"  {name}: {rows} equation{'s' if rows > 1 else ''}; switch with --disable {name} or {service}")
-    print(f"Degrees of freedom: {eom.n_u - eom.n_constraints} "
-          f"({eom.n_u} speeds - {eom.n_constraints} independent constraints)")
+    print(f"Degrees of freedom: {n_u - kept} ({n_u} speeds - {kept} independent constraints)")
     return 0
 
 

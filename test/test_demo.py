@@ -19,6 +19,7 @@ import yaml
 from sensor_msgs.msg import JointState
 
 from mb_sim.ros.controller import DemoController, Gains, SineTarget, pd_efforts
+from mb_sim.ros.conversions import seconds
 from mb_sim.ros.demo import Snapshot, StatusLine, format_status
 
 CONTROLLER = [sys.executable, "-m", "mb_sim.ros.controller"]
@@ -210,7 +211,7 @@ def test_runner_makes_the_simulated_pendulum_track_its_target(sim_env, context):
     node = rclpy.create_node("mb_sim_test_tracking", context=context)
     samples: list[tuple[float, float]] = []
     node.create_subscription(JointState, "/joint_states", lambda msg: samples.append(
-        (msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, msg.position[0])), 10)
+        (seconds(msg.header.stamp), msg.position[0])), 10)
     executor = rclpy.executors.SingleThreadedExecutor(context=context)
     executor.add_node(node)
     proc = subprocess.Popen([*RUNNER, "pendulum", "--duration", "8"], env=sim_env,

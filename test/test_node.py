@@ -30,7 +30,7 @@ from tf2_msgs.msg import TFMessage
 
 from mb_sim.model import link_poses, load_urdf
 from mb_sim.ros.conversions import pose_matrix, seconds, transform_matrix
-from mb_sim.ros.node import LATCHED_QOS
+from mb_sim.ros.simulation_node import LATCHED_QOS
 
 NODE_EXE = Path(sys.executable).parent / "mb_sim_node"
 #: Start-up deadline: imports, URDF, and (first time per robot) derivation and compilation.

@@ -82,36 +82,35 @@ class EffortCommands:
         n = len(self.joints)
         self._values = np.zeros(n)
         self._received = np.full(n, -math.inf)
-        self._live = np.zeros(n, dtype=bool)       # a command holds and has not timed out
         self._timed_out = np.zeros(n, dtype=bool)  # the last command timed out
 
     def set_all(self, values: Sequence[float], now: float) -> None:
         """A command for every joint (already validated)."""
         self._values[:] = values
         self._received[:] = now
-        self._live[:], self._timed_out[:] = True, False
+        self._timed_out[:] = False
 
     def set_some(self, efforts: dict[str, float], now: float) -> None:
         """Commands for the named joints (already validated); the others are unchanged."""
         for name, value in efforts.items():
             k = self.joints.index(name)
-            self._values[k], self._received[k] = value, now
-            self._live[k], self._timed_out[k] = True, False
+            self._values[k], self._received[k], self._timed_out[k] = value, now, False
 
     def clear(self) -> None:
         """No command at all (after a reset)."""
         self._values[:] = 0.0
         self._received[:] = -math.inf
-        self._live[:], self._timed_out[:] = False, False
+        self._timed_out[:] = False
 
     def current(self, now: float) -> tuple[np.ndarray, list[str]]:
         """The efforts to apply at `now`, and the joints whose command timed out just now."""
         expired: list[str] = []
         if self.timeout > 0:
-            old = self._live & (now - self._received > self.timeout)
+            live = np.isfinite(self._received) & ~self._timed_out  # a command holds, not timed out
+            old = live & (now - self._received > self.timeout)
             if old.any():
                 self._values[old] = 0.0
-                self._live[old], self._timed_out[old] = False, True
+                self._timed_out[old] = True
                 expired = [name for name, flag in zip(self.joints, old) if flag]
         return self._values.copy(), expired
 

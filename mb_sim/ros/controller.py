@@ -41,6 +41,7 @@ from rclpy.qos import qos_profile_sensor_data
 from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
 
+from mb_sim.ros.conversions import seconds
 from mb_sim.ros.teardown import bounded_teardown
 
 __all__ = ["Gains", "SineTarget", "pd_efforts", "DemoController", "main", "NODE_NAME"]
@@ -142,7 +143,7 @@ class DemoController(Node):
         if not joints:
             return
         index = {name: k for k, name in enumerate(msg.name)}
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        t = seconds(msg.header.stamp)
         efforts = pd_efforts(t, [msg.position[index[j]] for j in joints], [msg.velocity[index[j]] for j in joints],
                              [self._gains_of(j) for j in joints], self._target)
         command = JointState(name=joints, effort=efforts)

@@ -34,6 +34,7 @@ from rosgraph_msgs.msg import Clock
 
 from mb_sim.resources import share_directory
 from mb_sim.ros.pacing import RateMonitor
+from mb_sim.ros.conversions import seconds
 from mb_sim.ros.teardown import bounded_teardown
 
 __all__ = ["main", "Snapshot", "format_status", "StatusLine", "Monitor", "Child", "DEFAULT_ROBOT"]
@@ -129,7 +130,7 @@ class Monitor(Node):
 
     def _on_clock(self, msg: Clock) -> None:
         """Sim time and the factor achieved over the last second (restarted when time jumps back)."""
-        now, sim = time.monotonic(), msg.clock.sec + 1e-9 * msg.clock.nanosec
+        now, sim = time.monotonic(), seconds(msg.clock)
         if self.snapshot.sim_time is not None and sim < self.snapshot.sim_time:
             self._rate.reset()
         self.first_clock = self.first_clock or now

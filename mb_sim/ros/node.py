@@ -63,16 +63,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["main", "SimulationNode", "StartupError", "LATCHED_QOS", "DEFAULT_ROBOT"]
-
-_LAZY = {"SimulationNode", "StartupError", "LATCHED_QOS", "DEFAULT_ROBOT", "TF_QOS"}
-def __getattr__(name: str):
-    """The node class and its constants, imported on first use (``mb_sim.ros.node.LATCHED_QOS``)."""
-    if name in _LAZY:
-        from mb_sim.ros import simulation_node
-
-        return getattr(simulation_node, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["main"]
 
 
 def main(args: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names
 from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
 from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped
-from mb_sim.sim.frames import base_twist_function, frame_tree, relative_pose
+from mb_sim.sim.frames import base_twist_function, edge_poses, frame_tree
 from mb_sim.ros.pacing import (
     FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging, steps_per_period,
 )
@@ -223,7 +223,6 @@ class SimulationNode(Node):
             self.sim.set_state(positions=positions)
         except (ValueError, SimulationError) as err:
             raise StartupError(f"parameter initial_positions: {err}") from None
-        self.initial_positions = positions
 
     def _switch_constraints(self) -> dict[str, str]:
         """Apply ``disabled_constraints``; the SetBool service name of each constraint."""
@@ -317,12 +316,7 @@ class SimulationNode(Node):
                 throttle_duration_sec=WARNING_THROTTLE)
         if advance.steps and self._advance(advance.steps, efforts):
             self._publish_state()
-        self._monitor.add(now, self.sim.time)
-        achieved = self._monitor.factor()
-        if is_lagging(self.real_time_factor, achieved, capped_recently=False):
-            self.get_logger().warning(
-                f"the simulation cannot keep up: achieved real-time factor {achieved:.2f} over the last "
-                f"{RATE_WINDOW:g} s (target {self.real_time_factor:g})", throttle_duration_sec=WARNING_THROTTLE)
+        self._monitor.add(now, self.sim.time)  # lagging is judged (and logged) with /diagnostics
 
     def _advance(self, steps: int, efforts: np.ndarray) -> bool:
         """Advance `steps` physics steps under `efforts`; False (and paused) on divergence."""
@@ -403,19 +397,11 @@ class SimulationNode(Node):
 
     # -- publishing ---------------------------------------------------------------------------
     def _publish_static_transforms(self) -> None:
-        poses = self.sim.outputs().link_poses
-        transforms = [transform_stamped(edge.parent_frame, edge.child_frame,
-                                        relative_pose(poses.get(edge.parent_link), poses[edge.child_link]),
-                                        stamp(0.0))
-                      for edge in self._tree.static]
-        self._tf_static_pub.publish(TFMessage(transforms=transforms))
+        poses = self.sim.outputs(dynamics=False).link_poses
+        self._tf_static_pub.publish(_transforms(self._tree.static, poses, stamp(0.0)))
 
     def _publish_state(self) -> None:
-        try:
-            out = self.sim.outputs()
-        except FactorizationError as err:  # a state the dynamics cannot handle
-            self._fail(str(err))
-            return
+        out = self.sim.outputs(dynamics=False)  # positions, velocities, efforts and poses only
         now = stamp(out.time)
         names = list(out.joint_positions)
         self._joint_pub.publish(joint_state(
@@ -423,10 +409,7 @@ class SimulationNode(Node):
             [out.efforts.get(n, 0.0) for n in names], now))
         poses = out.link_poses
         if self._tree.moving:
-            self._tf_pub.publish(TFMessage(transforms=[
-                transform_stamped(edge.parent_frame, edge.child_frame,
-                                  relative_pose(poses.get(edge.parent_link), poses[edge.child_link]), now)
-                for edge in self._tree.moving]))
+            self._tf_pub.publish(_transforms(self._tree.moving, poses, now))
         if self._odometry:
             q, u = self.sim.q, self.sim.u
             for edge, twist in self._odometry:
@@ -439,6 +422,10 @@ class SimulationNode(Node):
         now = time.monotonic()
         achieved = self._monitor.factor() if self.running else None
         lagging = self.running and is_lagging(self.real_time_factor, achieved, now - self._last_cap < RATE_WINDOW)
+        if lagging:
+            self.get_logger().warning(
+                f"the simulation cannot keep up: achieved real-time factor {achieved:.2f} over the last "
+                f"{RATE_WINDOW:g} s (target {self.real_time_factor:g})", throttle_duration_sec=WARNING_THROTTLE)
         values = {
             "state": "diverged" if self._failure else "paused" if self._paused else "running",
             "sim time [s]": f"{self.sim.time:.6f}",
@@ -453,7 +440,7 @@ class SimulationNode(Node):
             out = self.sim.outputs()
             values |= {"constraint position error": f"{out.position_error:.3g}",
                        "constraint velocity error": f"{out.velocity_error:.3g}",
-                       "total energy [J]": f"{out.kinetic_energy + out.potential_energy:.9g}"}
+                       "total energy [J]": f"{out.energy:.9g}"}
         except FactorizationError as err:
             values["outputs"] = f"unavailable: {err}"
         values |= {f"constraint {name}": "enabled" if self.sim.constraint_enabled(name) else "disabled"
@@ -477,3 +464,9 @@ class SimulationNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(array)
+
+
+def _transforms(edges: list, world_poses: dict[str, np.ndarray], when) -> TFMessage:
+    """A TFMessage with the pose of each edge's child in its parent frame, stamped `when`."""
+    return TFMessage(transforms=[transform_stamped(edge.parent_frame, edge.child_frame, pose, when)
+                                 for edge, pose in edge_poses(edges, world_poses)])

@@ -18,7 +18,7 @@ from sympy import Matrix, Symbol, lambdify
 
 from mb_sim.model import FloatingJoint, PlanarJoint, Robot
 
-__all__ = ["Edge", "FrameTree", "frame_tree", "relative_pose", "base_twist_function", "ROBOT_WORLD_LINK"]
+__all__ = ["Edge", "FrameTree", "frame_tree", "relative_pose", "edge_poses", "base_twist_function", "ROBOT_WORLD_LINK"]
 
 #: A root link of this name stands for the world frame itself.
 ROBOT_WORLD_LINK = "world"
@@ -77,6 +77,11 @@ def relative_pose(parent: np.ndarray | None, child: np.ndarray) -> np.ndarray:
 
 
 Twist = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def edge_poses(edges: list[Edge], world_poses: dict[str, np.ndarray]) -> list[tuple[Edge, np.ndarray]]:
+    """Each edge with the 4x4 pose of its child link in its parent frame, from world link poses."""
+    return [(edge, relative_pose(world_poses.get(edge.parent_link), world_poses[edge.child_link])) for edge in edges]
 
 
 def base_twist_function(robot: Robot, joint_name: str) -> Twist:

@@ -17,7 +17,9 @@ class SimulationOutputs:
     joints; ``efforts`` are the applied (clamped) efforts by actuated joint; ``link_poses`` are 4x4
     world transforms by link.  Constraint errors are the largest absolute residuals of
     Phi(q) = 0, A u + b = 0 and A u' + c = 0; ``constraint_forces`` are the generalized forces
-    -A^T lambda the constraints exert, by speed name.
+    -A^T lambda the constraints exert, by speed name (errors and forces of enforced constraints
+    only).  Without dynamics (``Simulator.outputs(dynamics=False)``) ``accelerations`` and
+    ``constraint_forces`` are empty and ``acceleration_error`` is NaN.
     """
 
     time: float

@@ -42,7 +42,7 @@ import numpy as np
 from transforms3d.quaternions import mat2quat
 
 from mb_sim.model import symbol_name
-from mb_sim.sim.frames import Edge, frame_tree, relative_pose
+from mb_sim.sim.frames import Edge, edge_poses, frame_tree
 from mb_sim.sim.outputs import Trajectory
 
 if TYPE_CHECKING:
@@ -123,8 +123,7 @@ def _link_poses(model: NumericModel, trajectory: Trajectory) -> np.ndarray:
 def relative_transforms(recording: Recording, sample: int) -> list[tuple[str, str, np.ndarray]]:
     """(parent frame, child frame, 4x4 pose of child in parent) for every TF edge at `sample`."""
     world = dict(zip(recording.link_names, recording.link_poses[sample]))
-    return [(edge.parent_frame, edge.child_frame, relative_pose(world.get(edge.parent_link), world[edge.child_link]))
-            for edge in recording.edges]
+    return [(edge.parent_frame, edge.child_frame, pose) for edge, pose in edge_poses(recording.edges, world)]
 
 
 def write_mcap(path: str | os.PathLike, recording: Recording) -> None:

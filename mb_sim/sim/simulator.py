@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from mb_sim.codegen import FactorizationError, load_numeric_model
-from mb_sim.model import FloatingJoint, JointEffort, JointLimitStop, Robot, load_urdf, symbol_name
+from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
+from mb_sim.model import JointEffort, JointLimitStop, Robot, load_urdf, symbol_name
 from mb_sim.sim.errors import SimulationError
 from mb_sim.sim.outputs import SimulationOutputs, Trajectory
 
@@ -29,10 +29,6 @@ INTEGRATORS = {
 }
 #: Joint stops are tuned to a critically damped frequency of STOP_FREQUENCY / dt rad/s.
 STOP_FREQUENCY = 0.25
-_FAILURES = {1: "the mass matrix is not positive definite",
-             2: "the constraints are singular here (A M^-1 A^T not positive definite)",
-             3: "the state became NaN or infinite",
-             4: "projecting onto the constraints failed"}
 
 
 class Simulator:
@@ -67,9 +63,9 @@ class Simulator:
         self.coordinate_names = [symbol_name(q) for q in system.q]
         self.speed_names = [symbol_name(u) for u in system.u]
         self.parameter_names = [str(p) for p in self.robot.parameters]
-        self._efforts = [(j.name, g) for j in self.robot.joints.values() for g in j.load_groups
-                         if isinstance(g, JointEffort)]
-        self.actuated_joints = [name for name, _ in self._efforts]
+        self.actuated_joints = [j.name for j in self.robot.joints.values()
+                                if any(isinstance(g, JointEffort) for g in j.load_groups)]
+        self._actuated_index = {name: k for k, name in enumerate(self.actuated_joints)}
         self.effort_limits = np.array([self.robot.joints[n].joint_description.limit.effort for n in self.actuated_joints])
         self._one_dof = {j.name: (self.coordinate_names.index(symbol_name(j.q[0])), self.speed_names.index(symbol_name(j.u[0])))
                          for j in self.robot.joints.values() if len(j.q) == 1}
@@ -98,9 +94,7 @@ class Simulator:
         """Zero coordinates and speeds, identity quaternions, then consistent with the constraints."""
         b = self.model.buffers
         b.q[:], b.u[:], b.inputs[:] = 0.0, 0.0, 0.0
-        for joint in self.robot.joints.values():
-            if isinstance(joint, FloatingJoint):
-                b.q[self.coordinate_names.index(symbol_name(joint.q[3]))] = 1.0
+        b.q[list(self.model.projection.quaternion_starts)] = 1.0  # scalar parts: identity rotations
         self._project()
 
     def reset(self) -> None:
@@ -167,7 +161,7 @@ class Simulator:
         try:
             self.model.project_into(self.time)
         except FactorizationError as err:
-            raise SimulationError(f"cannot satisfy the constraints: {_FAILURES.get(err.code, err)}", self.time) from None
+            raise SimulationError(f"cannot satisfy the constraints: {FACTORIZATION_FAILURES.get(err.code, err)}", self.time) from None
 
     # -- named constraints ---------------------------------------------------------------------
     @property
@@ -204,7 +198,7 @@ class Simulator:
         except FactorizationError as err:
             flags[rows] = 0.0
             raise SimulationError(f"cannot enable constraint {name!r}: the state is too far from satisfying it "
-                                  f"({_FAILURES.get(err.code, err)})", self.time) from None
+                                  f"({FACTORIZATION_FAILURES.get(err.code, err)})", self.time) from None
 
     def _constraint_rows(self, name: str) -> np.ndarray:
         rows = np.flatnonzero([n == name for n in self.model.constraint_names])
@@ -221,20 +215,17 @@ class Simulator:
         """Commanded efforts by joint name (others unchanged) or as a full sequence; each is
         clamped to the joint's URDF effort limit."""
         inputs = self.model.buffers.inputs
-        if isinstance(efforts, Mapping):
-            for name, value in efforts.items():
-                if name not in self.actuated_joints:
-                    raise ValueError(f"joint {name!r} takes no effort; actuated joints: {', '.join(self.actuated_joints)}")
-                inputs[self.actuated_joints.index(name)] = self._clamped(float(value), name)
-        else:
-            values = self._vector(efforts, len(inputs), "efforts")
-            inputs[:] = [self._clamped(v, n) for v, n in zip(values, self.actuated_joints)]
-
-    def _clamped(self, value: float, joint: str) -> float:
-        if not np.isfinite(value):
-            raise ValueError(f"effort of joint {joint!r} is not finite: {value}")
-        limit = self.effort_limits[self.actuated_joints.index(joint)]
-        return float(np.clip(value, -limit, limit))
+        if not isinstance(efforts, Mapping):
+            inputs[:] = np.clip(self._vector(efforts, len(inputs), "efforts"), -self.effort_limits, self.effort_limits)
+            return
+        for name, value in efforts.items():
+            if name not in self._actuated_index:
+                raise ValueError(f"joint {name!r} takes no effort; actuated joints: {', '.join(self.actuated_joints)}")
+            value = float(value)
+            if not np.isfinite(value):
+                raise ValueError(f"effort of joint {name!r} is not finite: {value}")
+            k = self._actuated_index[name]
+            inputs[k] = min(max(value, -self.effort_limits[k]), self.effort_limits[k])
 
     def set_parameters(self, values: Mapping[str, float]) -> None:
         """Change parameters by name (e.g. ``{"tool_m": 2.0}``) at run time."""
@@ -253,10 +244,12 @@ class Simulator:
         stops = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, JointLimitStop)]
         if not stops:
             return
-        mass = self.model.evaluate(self.q, self.u, self.efforts)["mass_matrix"]
+        self.model.evaluate_into(self.time)
+        mass = self.model.layout.view(self.model.buffers.out, "mass_matrix")
         omega = STOP_FREQUENCY / self.dt
         for stop in stops:
-            inertia = mass[self._one_dof[stop.parent.name][1]][self._one_dof[stop.parent.name][1]]
+            speed = self._one_dof[stop.parent.name][1]
+            inertia = float(mass[speed, speed])
             self.set_parameters({str(stop.k): inertia * omega**2, str(stop.c): 2.0 * inertia * omega})
 
     # -- time stepping ------------------------------------------------------------------------
@@ -314,7 +307,7 @@ class Simulator:
 
     def _failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
         """The error for failure `code` at the (restored) current state, naming a coordinate."""
-        message = _FAILURES.get(code, f"failure code {code}") + (f" ({detail})" if detail else "")
+        message = FACTORIZATION_FAILURES.get(code, f"failure code {code}") + (f" ({detail})" if detail else "")
         return SimulationError(message, self.time if at is None else at, self._offending_coordinate())
 
     def _offending_coordinate(self) -> str | None:
@@ -355,34 +348,42 @@ class Simulator:
         return Trajectory(np.array(times), np.array(qs), np.array(us), self.coordinate_names, self.speed_names)
 
     # -- outputs --------------------------------------------------------------------------------
-    def outputs(self) -> SimulationOutputs:
-        """Everything about the current state (see :class:`SimulationOutputs`)."""
-        b = self.model.buffers
+    def outputs(self, dynamics: bool = True) -> SimulationOutputs:
+        """Everything about the current state (see :class:`SimulationOutputs`).
+
+        ``dynamics=False`` skips the forward dynamics (what a publisher of joint states and poses
+        needs): accelerations and constraint forces are then empty, the acceleration error NaN.
+        """
+        b, view = self.model.buffers, self.model.layout.view
         self.model.evaluate_into(self.time)
-        out = self.model.layout.unpack(b.out)
-        self.model.forward_dynamics_into(self.time)
-        udot, lam = b.udot.copy(), b.lam.copy()
-        A, bias, c = out["constraint_matrix"], out["constraint_bias"].ravel(), out["acceleration_bias"].ravel()
+        A, bias = view(b.out, "constraint_matrix"), view(b.out, "constraint_bias")[:, 0]
+        rows = view(b.out, "link_poses")
         poses = {}
-        for name, row in zip(self.model.link_names, out["link_poses"]):
+        for name, row in zip(self.model.link_names, rows):
             pose = np.eye(4)
             pose[:3, :3], pose[:3, 3] = row[:9].reshape(3, 3), row[9:]
             poses[name] = pose
         on = b.enabled != 0.0  # errors of the enforced constraints only
         largest = lambda v: float(np.abs(v[on[:len(v)]]).max()) if on[:len(v)].any() else 0.0  # noqa: E731
-        return SimulationOutputs(
+        snapshot = dict(
             time=self.time,
             positions=dict(zip(self.coordinate_names, b.q.tolist())),
             velocities=dict(zip(self.speed_names, b.u.tolist())),
-            accelerations=dict(zip(self.speed_names, udot.tolist())),
+            accelerations={},
             joint_positions={j: float(b.q[i]) for j, (i, _) in self._one_dof.items()},
             joint_velocities={j: float(b.u[k]) for j, (_, k) in self._one_dof.items()},
             efforts=dict(zip(self.actuated_joints, b.inputs.tolist())),
             link_poses=poses,
-            position_error=largest(out["phi"]),
+            position_error=largest(view(b.out, "phi")[:, 0]),
             velocity_error=largest(A @ b.u + bias),
-            acceleration_error=largest(A @ udot + c),
-            kinetic_energy=float(out["kinetic_energy"][0, 0]),
-            potential_energy=float(out["potential_energy"][0, 0]),
-            constraint_forces=dict(zip(self.speed_names, (-A.T @ lam).tolist())),
+            acceleration_error=float("nan"),
+            kinetic_energy=float(view(b.out, "kinetic_energy")[0, 0]),
+            potential_energy=float(view(b.out, "potential_energy")[0, 0]),
         )
+        if dynamics:  # (the NumPy backend rewrites A and c in out[]: the same values, same state)
+            c = view(b.out, "acceleration_bias")[:, 0]
+            self.model.forward_dynamics_into(self.time)
+            snapshot.update(accelerations=dict(zip(self.speed_names, b.udot.tolist())),
+                            acceleration_error=largest(A @ b.udot + c),
+                            constraint_forces=dict(zip(self.speed_names, (-A.T @ b.lam).tolist())))
+        return SimulationOutputs(**snapshot)
