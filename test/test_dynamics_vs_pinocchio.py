@@ -4,7 +4,7 @@ Pinocchio (crba, nle, aba) to 1e-9 relative at 20 random states (q, u, efforts) 
 Damping, friction and joint-stop parameters are set to zero at run time (Pinocchio's algorithms
 have none, and the random states lie outside some joint limits).
 Panda's finger joint mimics the other: there the expected accelerations solve the constrained
-problem with Pinocchio's M and bias forces and our (trivial) mimic constraint row.
+problem with Pinocchio's M and bias forces and the mimic constraint row written from the URDF.
 """
 from __future__ import annotations
 
@@ -51,6 +51,19 @@ def pinocchio_efforts(robot, model, efforts: np.ndarray) -> np.ndarray:
     return tau
 
 
+def mimic_constraint_rows(robot) -> np.ndarray:
+    """A of the mimic constraints, from the URDF: u_mimic - multiplier u_ref = 0 (so c = 0)."""
+    speeds = list(robot.system.u)
+    rows = []
+    for joint in robot.joints.values():
+        mimic = joint.joint_description.mimic
+        if mimic is not None:
+            row = np.zeros(len(speeds))
+            row[speeds.index(joint.u[0])], row[speeds.index(joint.mimicked.u[0])] = 1.0, -mimic.multiplier
+            rows.append(row)
+    return np.array(rows).reshape(len(rows), len(speeds))
+
+
 def close(ours: np.ndarray, expected: np.ndarray) -> float:
     """Largest error relative to the largest expected entry (at least 1)."""
     return float(np.abs(ours - expected).max() / max(1.0, np.abs(expected).max()))
@@ -91,10 +104,12 @@ def test_dynamics_match_pinocchio(name, repo, cache_dir):
 
         _, udot = compiled.forward_dynamics(q, u, efforts, params)
         if eom.n_constraints:
-            A, c = out["constraint_matrix"], out["acceleration_bias"].ravel()
-            n_c = len(c)
+            A = mimic_constraint_rows(robot)
+            np.testing.assert_allclose(out["constraint_matrix"], A, atol=1e-14)
+            np.testing.assert_allclose(out["acceleration_bias"], 0.0, atol=1e-14)
+            n_c = len(A)
             kkt = np.block([[expected_M, A.T], [A, np.zeros((n_c, n_c))]])
-            expected_udot = np.linalg.solve(kkt, np.concatenate([expected_F, -c]))[:len(u)]
+            expected_udot = np.linalg.solve(kkt, np.concatenate([expected_F, np.zeros(n_c)]))[:len(u)]
         else:
             expected_udot = G_dot @ v + G @ pin.aba(model, data, q_pin, v, tau)
         worst["forward dynamics"] = max(worst["forward dynamics"], close(udot, expected_udot))
