@@ -3,12 +3,15 @@
 Nothing here knows about SymPy; the model layer builds components from the description.
 """
 from mb_sim.urdf.description import (
-    ComponentSpec, Inertial, JointDescription, JointLimit, Mimic, LinkDescription, RobotDescription,
+    ComponentSpec, CoordinateConstraintDescription, Extensions, Inertial, JointDescription, JointLimit,
+    JointSpringDescription, LinkDescription, LoopJointDescription, Marker, Mimic, RobotDescription,
+    SpringDamperDescription,
 )
 from mb_sim.urdf.errors import URDFError, URDFWarning
 from mb_sim.urdf.parser import parse_urdf
 
 __all__ = [
-    "ComponentSpec", "Inertial", "JointDescription", "JointLimit", "LinkDescription", "Mimic",
-    "RobotDescription", "URDFError", "URDFWarning", "parse_urdf",
+    "ComponentSpec", "CoordinateConstraintDescription", "Extensions", "Inertial", "JointDescription",
+    "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
+    "RobotDescription", "SpringDamperDescription", "URDFError", "URDFWarning", "parse_urdf",
 ]

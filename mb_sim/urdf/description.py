@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "ComponentSpec", "Inertial", "JointDescription", "JointLimit", "LinkDescription", "Mimic",
-    "RobotDescription", "MOVING_JOINT_TYPES", "JOINT_TYPES", "WORLD_LINK",
+    "ComponentSpec", "CoordinateConstraintDescription", "Extensions", "Inertial", "JointDescription",
+    "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
+    "RobotDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
+    "STANDARD_GRAVITY", "WORLD_LINK",
 ]
 
 #: Joint types mb_sim simulates, with their number of degrees of freedom.
@@ -20,6 +22,10 @@ JOINT_TYPES = {"fixed": 0, "revolute": 1, "continuous": 1, "prismatic": 1, "plan
 #: A root link with this name is the world frame.
 WORLD_LINK = "world"
 MOVING_JOINT_TYPES = frozenset(t for t, dof in JOINT_TYPES.items() if dof > 0)
+#: Loop-closure joint types, with the number of scalar conditions each imposes (before redundancy).
+LOOP_JOINT_TYPES = {"revolute": 5, "continuous": 5, "prismatic": 5, "spherical": 3, "fixed": 6}
+#: Gravity when the URDF says nothing: 9.81 m/s^2 along the world's -z axis.
+STANDARD_GRAVITY = 9.81
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,89 @@ class ComponentSpec:
 
 
 @dataclass(frozen=True)
+class LoopJointDescription:
+    """``<loop_joint>``: closes a kinematic loop between two links already in the tree.
+
+    The parent-side frame J sits in the parent link at ``origin_xyz``/``origin_rpy`` (as a URDF
+    joint's origin); the child-side frame C sits in the child link at ``child_origin_xyz``/
+    ``child_origin_rpy`` (default: the child link frame).  Closed, C coincides with J up to the
+    motion the type allows (rotation about ``axis`` for revolute, translation along it for
+    prismatic, any rotation for spherical, none for fixed); ``axis`` is a unit vector in J.
+    """
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin_xyz: np.ndarray
+    origin_rpy: np.ndarray
+    child_origin_xyz: np.ndarray
+    child_origin_rpy: np.ndarray
+    axis: np.ndarray
+
+
+@dataclass(frozen=True)
+class CoordinateConstraintDescription:
+    """``<coordinate_constraint>``: ``q(joint) = ratio * q(reference) + offset`` (a gear, a belt)."""
+
+    name: str
+    joint: str
+    reference: str
+    ratio: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A point fixed in a link: ``xyz`` in the link frame [m]."""
+
+    link: str
+    xyz: np.ndarray
+
+
+@dataclass(frozen=True)
+class SpringDamperDescription:
+    """``<spring_damper>``: Exudyn's ObjectConnectorSpringDamper between two markers.
+
+    Scalar force ``k (L - L0) + d (L' - L0') + f`` (tension positive) along the line of the
+    markers, zero when not ``active``; ``law`` names a Python force law registered through the
+    API (None: the linear law).
+    """
+
+    name: str
+    markers: tuple[Marker, Marker]
+    stiffness: float = 0.0
+    damping: float = 0.0
+    reference_length: float = 0.0
+    force: float = 0.0
+    velocity_offset: float = 0.0
+    active: bool = True
+    law: str | None = None
+
+
+@dataclass(frozen=True)
+class JointSpringDescription:
+    """``<joint_spring>``: effort ``-stiffness (q - reference) - damping q'`` on a one-DoF joint."""
+
+    name: str
+    joint: str
+    stiffness: float = 0.0
+    reference: float = 0.0
+    damping: float = 0.0
+
+
+@dataclass(frozen=True)
+class Extensions:
+    """What the ``<mb_sim>`` element adds to a URDF; ``gravity`` is None where it says nothing."""
+
+    loop_joints: list[LoopJointDescription] = field(default_factory=list)
+    coordinate_constraints: list[CoordinateConstraintDescription] = field(default_factory=list)
+    spring_dampers: list[SpringDamperDescription] = field(default_factory=list)
+    joint_springs: list[JointSpringDescription] = field(default_factory=list)
+    gravity: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class RobotDescription:
     """A validated robot: links, joints in parent-before-child order, extension components.
 
@@ -108,6 +197,14 @@ class RobotDescription:
     joints: list[JointDescription]
     root: str
     components: list[ComponentSpec] = field(default_factory=list)
+    extensions: Extensions = field(default_factory=Extensions)
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """Gravitational acceleration in world axes [m/s^2] (``<gravity>``, else 9.81 along -z)."""
+        if self.extensions.gravity is not None:
+            return self.extensions.gravity
+        return np.array([0.0, 0.0, -STANDARD_GRAVITY])
 
     @property
     def root_is_world(self) -> bool:

@@ -21,6 +21,7 @@ from mb_sim.urdf.description import (
     RobotDescription,
 )
 from mb_sim.urdf.errors import URDFError, URDFWarning
+from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions
 from mb_sim.urdf.rotations import rpy_to_matrix
 from mb_sim.urdf.validation import validate
 
@@ -30,8 +31,8 @@ __all__ = ["parse_urdf"]
 URDF_ELEMENTS = {"link", "joint", "material"}
 #: Top-level elements of other tools that mb_sim knows and ignores without a warning.
 IGNORED_ELEMENTS = {"transmission", "gazebo", "ros2_control"}
-#: mb_sim's own extension elements.
-EXTENSION_ELEMENTS = {"component"}
+#: mb_sim's own extension elements (the content of <mb_sim> is checked by mb_sim.urdf.extensions).
+EXTENSION_ELEMENTS = {"component", EXTENSION_TAG}
 #: Numeric attributes per element tag, with the number of values each holds.
 NUMERIC_ATTRIBUTES = {
     "origin": {"xyz": 3, "rpy": 3},
@@ -57,13 +58,14 @@ def parse_urdf(path_or_xml: str | os.PathLike) -> RobotDescription:
     root = _parse_xml(text, source)
     warned: set[str] = set()
     components = _read_top_level(root, source, warned)
+    extensions = read_extensions(root.findall(EXTENSION_TAG), source)
     _check_numbers(root, source)
     _check_joint_types(root, source)
     robot = _parse_links_and_joints(root, source, warned)
     links = [_link_description(link, source) for link in robot.links]
     stated = _stated_limits(root)
     joints = [_joint_description(joint, source, stated.get(joint.name, set())) for joint in robot.joints]
-    return validate(robot.name or "robot", source, links, joints, components)
+    return validate(robot.name or "robot", source, links, joints, components, extensions)
 
 
 def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:
@@ -99,7 +101,7 @@ def _read_top_level(root: ET.Element, source: str, warned: set[str]) -> list[Com
     """Sort top-level elements: URDF proper, extensions (returned), ignored, unknown (warned)."""
     components = []
     for element in root:
-        if not isinstance(element.tag, str) or element.tag in URDF_ELEMENTS | IGNORED_ELEMENTS:
+        if not isinstance(element.tag, str) or element.tag in URDF_ELEMENTS | IGNORED_ELEMENTS | {EXTENSION_TAG}:
             continue
         if element.tag == "component":
             components.append(_component_spec(element, source))
@@ -131,7 +133,7 @@ def _element_label(top: ET.Element) -> str:
 def _check_numbers(root: ET.Element, source: str) -> None:
     """Every numeric attribute of links, joints and components holds finite numbers."""
     for top in root:
-        if top.tag not in URDF_ELEMENTS | EXTENSION_ELEMENTS:
+        if top.tag not in URDF_ELEMENTS | {"component"}:
             continue
         for element in top.iter():
             for attribute, count in NUMERIC_ATTRIBUTES.get(element.tag, {}).items():

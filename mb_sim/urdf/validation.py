@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mb_sim.urdf.description import (
-    JOINT_TYPES, WORLD_LINK, ComponentSpec, JointDescription, LinkDescription, RobotDescription,
+    JOINT_TYPES, WORLD_LINK, ComponentSpec, Extensions, JointDescription, LinkDescription, RobotDescription,
 )
 from mb_sim.urdf.errors import URDFError
 
@@ -12,8 +12,9 @@ __all__ = ["validate"]
 
 
 def validate(name: str, source: str, links: list[LinkDescription], joints: list[JointDescription],
-             components: list[ComponentSpec]) -> RobotDescription:
+             components: list[ComponentSpec], extensions: Extensions | None = None) -> RobotDescription:
     """Check the robot's structure and return it with joints ordered parent before child."""
+    extensions = extensions or Extensions()
     if not links:
         raise URDFError(source, f"robot '{name}'", "no <link> elements")
     _unique(source, "link", [link.name for link in links])
@@ -27,7 +28,8 @@ def validate(name: str, source: str, links: list[LinkDescription], joints: list[
     _check_mimics(source, ordered)
     _check_moving_mass(source, by_name, ordered)
     _check_components(source, components, by_name, ordered)
-    return RobotDescription(name, source, by_name, ordered, root, components)
+    _check_extensions(source, extensions, by_name, ordered)
+    return RobotDescription(name, source, by_name, ordered, root, components, extensions)
 
 
 def _unique(source: str, kind: str, names: list[str]) -> None:
@@ -128,3 +130,48 @@ def _check_components(source: str, components: list[ComponentSpec], links: dict[
         if component.attach_to not in targets:
             raise URDFError(source, f"component '{component.name}'",
                             f"attach_to '{component.attach_to}' is neither a link nor a joint")
+
+
+def _check_extensions(source: str, extensions: Extensions, links: dict[str, LinkDescription],
+                      joints: list[JointDescription]) -> None:
+    """Names unique and distinct from links and joints; every referenced link and joint exists and
+    has the type the element needs."""
+    by_joint = {joint.name: joint for joint in joints}
+    elements = [("loop_joint", e) for e in extensions.loop_joints]
+    elements += [("coordinate_constraint", e) for e in extensions.coordinate_constraints]
+    elements += [("spring_damper", e) for e in extensions.spring_dampers]
+    elements += [("joint_spring", e) for e in extensions.joint_springs]
+    seen: dict[str, str] = {}
+    for kind, element in elements:
+        label = f"mb_sim {kind} '{element.name}'"
+        if element.name in by_joint or element.name in links:
+            what = "joint" if element.name in by_joint else "link"
+            raise URDFError(source, label, f"has the name of a {what}; give it a name of its own")
+        if element.name in seen:
+            raise URDFError(source, label, f"the name is also used by an <{seen[element.name]}>")
+        seen[element.name] = kind
+        for role, link in _links_of(kind, element):
+            if link not in links:
+                raise URDFError(source, label, f"{role} link '{link}' does not exist")
+        for role, joint in _joints_of(kind, element):
+            if joint not in by_joint:
+                raise URDFError(source, label, f"{role} '{joint}' does not exist")
+            if JOINT_TYPES[by_joint[joint].type] != 1:
+                raise URDFError(source, label, f"{role} '{joint}' is {by_joint[joint].type}; "
+                                               "it needs a one-DoF joint (revolute, continuous or prismatic)")
+
+
+def _links_of(kind: str, element) -> list[tuple[str, str]]:
+    if kind == "loop_joint":
+        return [("parent", element.parent), ("child", element.child)]
+    if kind == "spring_damper":
+        return [(f"marker {i}", marker.link) for i, marker in enumerate(element.markers)]
+    return []
+
+
+def _joints_of(kind: str, element) -> list[tuple[str, str]]:
+    if kind == "coordinate_constraint":
+        return [("joint", element.joint), ("reference joint", element.reference)]
+    if kind == "joint_spring":
+        return [("joint", element.joint)]
+    return []

@@ -1,0 +1,223 @@
+"""Read the ``<mb_sim>`` extension element: what URDF cannot say (loops, springs, gravity).
+
+Every child element and attribute is checked here, with the element named in the error
+(``mb_sim spring_damper 'shock' <marker xyz="0 nan 0">: NaN or infinite value``); references to
+links and joints are checked with the rest of the robot in :mod:`mb_sim.urdf.validation`.
+Unknown elements and attributes are errors, not warnings: a misspelt ``stifness`` would otherwise
+be silently zero.  Text is only ever converted with ``float()``, never evaluated.
+"""
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+
+import numpy as np
+
+from mb_sim.urdf.description import (
+    LOOP_JOINT_TYPES, CoordinateConstraintDescription, Extensions, JointSpringDescription,
+    LoopJointDescription, Marker, SpringDamperDescription,
+)
+from mb_sim.urdf.errors import URDFError
+
+__all__ = ["EXTENSION_TAG", "read_extensions"]
+
+#: The top-level element mb_sim's extensions live in (as Gazebo's live in <gazebo>).
+EXTENSION_TAG = "mb_sim"
+#: Names of force laws and elements: identifiers, so they can name symbols and ROS topics.
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-.]*$")
+_TRUE, _FALSE = ("true", "1"), ("false", "0")
+
+
+class _Element:
+    """One extension element with its label for messages, handing out checked attributes."""
+
+    def __init__(self, element: ET.Element, source: str, allowed: tuple[str, ...]) -> None:
+        self.element, self.source = element, source
+        name = element.get("name")
+        self.label = EXTENSION_TAG if element.tag == EXTENSION_TAG else (
+            f"{EXTENSION_TAG} {element.tag}" + (f" '{name}'" if name else ""))
+        unknown = sorted(set(element.attrib) - set(allowed))
+        if unknown:
+            self.fail(f"unknown attribute(s) {', '.join(unknown)} (allowed: {', '.join(allowed)})")
+
+    def fail(self, problem: str, where: str = "") -> None:
+        raise URDFError(self.source, f"{self.label}{where}", problem)
+
+    def text(self, attribute: str, default: str | None = None) -> str:
+        """A required (if no `default`) non-empty attribute."""
+        value = self.element.get(attribute, default)
+        if value is None or not value.strip():
+            self.fail(f"needs a '{attribute}' attribute")
+        return value.strip()
+
+    def name(self, attribute: str = "name", default: str | None = None) -> str:
+        value = self.text(attribute, default)
+        if not _NAME.match(value):
+            self.fail(f"{attribute} {value!r} must start with a letter or '_' and hold only letters, digits, "
+                      "'_', '-' and '.'")
+        return value
+
+    def number(self, attribute: str, default: float | None = None, minimum: float | None = None) -> float:
+        raw = self.element.get(attribute)
+        if raw is None:
+            if default is None:
+                self.fail(f"needs a '{attribute}' attribute")
+            return default
+        value = _numbers(raw, 1, lambda p: self.fail(p, f" <{self.element.tag} {attribute}=\"{raw}\">"))[0]
+        if minimum is not None and value < minimum:
+            self.fail(f"{attribute} must not be below {minimum:g}, got {value:g}")
+        return value
+
+    def flag(self, attribute: str, default: bool) -> bool:
+        raw = self.element.get(attribute)
+        if raw is None:
+            return default
+        if raw.strip().lower() not in _TRUE + _FALSE:
+            self.fail(f"{attribute} must be true or false, got {raw!r}")
+        return raw.strip().lower() in _TRUE
+
+    def children(self, allowed: tuple[str, ...]) -> dict[str, list[ET.Element]]:
+        """Child elements by tag; unknown tags are errors."""
+        found: dict[str, list[ET.Element]] = {tag: [] for tag in allowed}
+        for child in self.element:
+            if not isinstance(child.tag, str):
+                continue  # comments
+            if child.tag not in found:
+                self.fail(f"unknown element <{child.tag}> (allowed: {', '.join(f'<{t}>' for t in allowed) or 'none'})")
+            found[child.tag].append(child)
+        return found
+
+    def vector(self, child: ET.Element, attribute: str, default: tuple[float, float, float]) -> np.ndarray:
+        """A 3-vector attribute of a child element (``<origin xyz>``, ``<axis xyz>``...)."""
+        unknown = sorted(set(child.attrib) - _CHILD_ATTRIBUTES[child.tag])
+        if unknown:
+            self.fail(f"unknown attribute(s) {', '.join(unknown)}", f" <{child.tag}>")
+        raw = child.get(attribute)
+        if raw is None:
+            return np.array(default, dtype=float)
+        where = f" <{child.tag} {attribute}=\"{raw}\">"
+        return np.array(_numbers(raw, 3, lambda p: self.fail(p, where)))
+
+
+_CHILD_ATTRIBUTES = {"origin": {"xyz", "rpy"}, "child_origin": {"xyz", "rpy"}, "axis": {"xyz"},
+                     "marker": {"link", "xyz"}}
+
+
+def _numbers(raw: str, count: int, fail: Callable[[str], None]) -> list[float]:
+    try:
+        values = [float(v) for v in raw.split()]
+    except ValueError:
+        fail("not a number")
+    if len(values) != count:
+        fail(f"expected {count} number(s), got {len(values)}")
+    if not all(math.isfinite(v) for v in values):
+        fail("NaN or infinite value")
+    return values
+
+
+def _single(element: _Element, found: dict[str, list[ET.Element]], tag: str) -> ET.Element | None:
+    if len(found[tag]) > 1:
+        element.fail(f"has {len(found[tag])} <{tag}> elements; give one")
+    return found[tag][0] if found[tag] else None
+
+
+def _pose(element: _Element, child: ET.Element | None) -> tuple[np.ndarray, np.ndarray]:
+    if child is None:
+        return np.zeros(3), np.zeros(3)
+    return element.vector(child, "xyz", (0, 0, 0)), element.vector(child, "rpy", (0, 0, 0))
+
+
+def _loop_joint(raw: ET.Element, source: str) -> LoopJointDescription:
+    e = _Element(raw, source, ("name", "type", "parent", "child"))
+    name, kind = e.name(), e.text("type")
+    if kind not in LOOP_JOINT_TYPES:
+        e.fail(f"unsupported loop joint type '{kind}' (supported: {', '.join(LOOP_JOINT_TYPES)})")
+    parent, child = e.text("parent"), e.text("child")
+    if parent == child:
+        e.fail(f"closes a loop between link '{parent}' and itself")
+    found = e.children(("origin", "child_origin", "axis"))
+    origin_xyz, origin_rpy = _pose(e, _single(e, found, "origin"))
+    child_xyz, child_rpy = _pose(e, _single(e, found, "child_origin"))
+    axis_element = _single(e, found, "axis")
+    axis = e.vector(axis_element, "xyz", (1, 0, 0)) if axis_element is not None else np.array([1.0, 0, 0])
+    norm = float(np.linalg.norm(axis))
+    if kind in ("revolute", "continuous", "prismatic") and norm < 1e-12:
+        e.fail("axis is zero", " <axis>")
+    return LoopJointDescription(name, kind, parent, child, origin_xyz, origin_rpy, child_xyz, child_rpy,
+                                axis / norm if norm >= 1e-12 else axis)
+
+
+def _coordinate_constraint(raw: ET.Element, source: str) -> CoordinateConstraintDescription:
+    e = _Element(raw, source, ("name", "joint", "reference", "ratio", "offset"))
+    e.children(())
+    joint, reference = e.text("joint"), e.text("reference")
+    if joint == reference:
+        e.fail(f"ties joint '{joint}' to itself")
+    return CoordinateConstraintDescription(e.name(), joint, reference, e.number("ratio", 1.0), e.number("offset", 0.0))
+
+
+def _spring_damper(raw: ET.Element, source: str) -> SpringDamperDescription:
+    e = _Element(raw, source, ("name", "stiffness", "damping", "reference_length", "force", "velocity_offset",
+                               "active", "law"))
+    name = e.name()
+    markers = []
+    for marker in e.children(("marker",))["marker"]:
+        link = marker.get("link")
+        if not link or not link.strip():
+            e.fail("needs a 'link' attribute", " <marker>")
+        markers.append(Marker(link.strip(), e.vector(marker, "xyz", (0, 0, 0))))
+    if len(markers) != 2:
+        e.fail(f"needs exactly two <marker link=... xyz=...> elements, has {len(markers)}")
+    if markers[0].link == markers[1].link:
+        e.fail(f"both markers are on link '{markers[0].link}': the spring's length could never change")
+    law = e.name("law") if raw.get("law") is not None else None
+    return SpringDamperDescription(
+        name, (markers[0], markers[1]), stiffness=e.number("stiffness", 0.0, minimum=0.0),
+        damping=e.number("damping", 0.0, minimum=0.0),
+        reference_length=e.number("reference_length", 0.0, minimum=0.0), force=e.number("force", 0.0),
+        velocity_offset=e.number("velocity_offset", 0.0), active=e.flag("active", True), law=law)
+
+
+def _joint_spring(raw: ET.Element, source: str) -> JointSpringDescription:
+    e = _Element(raw, source, ("name", "joint", "stiffness", "reference", "damping"))
+    e.children(())
+    joint = e.text("joint")
+    name = e.name("name", f"{joint}_spring")
+    return JointSpringDescription(name, joint, stiffness=e.number("stiffness", 0.0, minimum=0.0),
+                                  reference=e.number("reference", 0.0), damping=e.number("damping", 0.0, minimum=0.0))
+
+
+def _gravity(raw: ET.Element, source: str) -> np.ndarray:
+    e = _Element(raw, source, ("xyz",))
+    e.children(())
+    if raw.get("xyz") is None:
+        e.fail("needs an 'xyz' attribute (the gravitational acceleration in world axes, m/s^2)")
+    return np.array(_numbers(raw.get("xyz"), 3, lambda p: e.fail(p, f" <gravity xyz=\"{raw.get('xyz')}\">")))
+
+
+_READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
+            "spring_damper": _spring_damper, "joint_spring": _joint_spring}
+
+
+def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
+    """The content of the ``<mb_sim>`` elements (several are merged, in document order)."""
+    found: dict[str, list] = {tag: [] for tag in _READERS}
+    gravity: list[np.ndarray] = []
+    for element in elements:
+        container = _Element(element, source, ())
+        for child in element:
+            if not isinstance(child.tag, str):
+                continue
+            if child.tag == "gravity":
+                gravity.append(_gravity(child, source))
+            elif child.tag in _READERS:
+                found[child.tag].append(_READERS[child.tag](child, source))
+            else:
+                known = ", ".join(f"<{t}>" for t in (*_READERS, "gravity"))
+                container.fail(f"unknown element <{child.tag}> (known: {known})")
+    if len(gravity) > 1:
+        raise URDFError(source, f"{EXTENSION_TAG} gravity", f"given {len(gravity)} times; give it once")
+    return Extensions(found["loop_joint"], found["coordinate_constraint"], found["spring_damper"],
+                      found["joint_spring"], gravity[0] if gravity else None)
