@@ -5,23 +5,27 @@ whose connections are joints; loads are load groups.  ``load_urdf`` builds one f
 """
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.base import (
-    ComponentBase, ComponentError, ConnectionBase, LoadGroupBase, ModelBase, symbol_name,
+    ComponentBase, ComponentError, ConnectionBase, ConstraintRow, LoadGroupBase, ModelBase, symbol_name,
 )
 from mb_sim.model.builder import build_robot, load_urdf
+from mb_sim.model.closures import CoordinateConstraint, LoopJoint
+from mb_sim.model.force_laws import SpringForceLaw, force_law, register_force_law, registered_force_laws
 from mb_sim.model.joints import (
     FixedJoint, FloatingJoint, JointBase, PlanarJoint, PrismaticJoint, RevoluteJoint,
 )
 from mb_sim.model.kinematics import link_poses
 from mb_sim.model.link import RigidLink
-from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop
+from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring
 from mb_sim.model.registry import component_class, registered_components
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement
 from mb_sim.model.robot import Robot
+from mb_sim.model.springs import SPRING_STATE, SpringDamper
 
 __all__ = [
     "AuxiliaryDataHandler", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
-    "FixedJoint", "FloatingJoint", "Gravity", "JointBase", "JointDissipation", "JointEffort", "JointLimitStop",
-    "LoadGroupBase", "ModelBase", "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint",
-    "RigidLink", "Robot", "build_robot", "component_class", "link_poses", "load_urdf",
-    "registered_components", "symbol_name",
+    "ConstraintRow", "CoordinateConstraint", "FixedJoint", "FloatingJoint", "Gravity", "JointBase",
+    "JointDissipation", "JointEffort", "JointLimitStop", "JointSpring", "LoadGroupBase", "LoopJoint", "ModelBase",
+    "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint", "RigidLink", "Robot", "SPRING_STATE",
+    "SpringDamper", "SpringForceLaw", "build_robot", "component_class", "force_law", "link_poses", "load_urdf",
+    "register_force_law", "registered_force_laws", "registered_components", "symbol_name",
 ]

@@ -13,15 +13,17 @@ Traversal order per step (a component's own step always first):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator
 
-from sympy import Basic, Matrix, MutableDenseMatrix
+from sympy import Basic, Matrix, MutableDenseMatrix, S
 from sympy.physics.mechanics import System
 
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement, Requirement
 
-__all__ = ["ComponentBase", "ConnectionBase", "LoadGroupBase", "ModelBase", "ComponentError", "symbol_name"]
+__all__ = ["ComponentBase", "ConnectionBase", "ConstraintRow", "LoadGroupBase", "ModelBase", "ComponentError",
+           "symbol_name"]
 
 
 def symbol_name(symbol: Basic) -> str:
@@ -31,6 +33,16 @@ def symbol_name(symbol: Basic) -> str:
 
 class ComponentError(TypeError):
     """A component was given something of the wrong type or was used out of order."""
+
+
+@dataclass(frozen=True)
+class ConstraintRow:
+    """What one scalar constraint a component adds says, and, for a loop joint, the unit wrench
+    on its child (force then torque, 6 x 1, in the loop joint's frame) that the row's multiplier
+    scales (None: the row acts on coordinates only, e.g. a mimic joint's)."""
+
+    description: str
+    wrench: Matrix | None = None
 
 
 def _requirement_property(requirement: Requirement) -> property:
@@ -81,6 +93,8 @@ class ComponentBase:
         self._descriptions: dict[Basic, str] = {}
         self.q: MutableDenseMatrix = Matrix()
         self.u: MutableDenseMatrix = Matrix()
+        #: The constraints this component added, by expression (as in its system).
+        self.constraint_rows: dict[Basic, ConstraintRow] = {}
         self._system: System | None = None
         self._auxiliary_handler: AuxiliaryDataHandler | None = None
 
@@ -140,6 +154,11 @@ class ComponentBase:
 
     def _define_constraints(self) -> None:
         """Add holonomic and nonholonomic constraints to the system."""
+
+    def potential_energy(self) -> Basic:
+        """Potential energy of the component's conservative forces (springs) [J]; gravity's is
+        derived from the link kinematics instead."""
+        return S.Zero
 
     def _share_auxiliary_handler(self, handler: AuxiliaryDataHandler) -> None:
         for component in self.walk():

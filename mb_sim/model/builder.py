@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import os
 
-from mb_sim.model.base import ComponentError, LoadGroupBase
+from mb_sim.model.base import ComponentError, ConnectionBase, LoadGroupBase
+from mb_sim.model.closures import CoordinateConstraint, LoopJoint
 from mb_sim.model.joints import JOINT_CLASSES, JointBase, PrismaticJoint, RevoluteJoint
 from mb_sim.model.link import RigidLink
-from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop
+from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring
 from mb_sim.model.registry import component_class
 from mb_sim.model.robot import Robot
+from mb_sim.model.springs import SpringDamper
 from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, parse_urdf
 
 __all__ = ["build_robot", "load_urdf"]
@@ -23,7 +25,10 @@ def load_urdf(path_or_xml: str | os.PathLike) -> Robot:
         The URDF cannot be simulated; the message names the file and the element.
     """
     robot = build_robot(parse_urdf(path_or_xml))
-    robot.define_all()
+    try:
+        robot.define_all()
+    except ComponentError as err:  # e.g. two components' symbols share a name
+        raise URDFError(robot.source, f"robot '{robot.name}'", str(err)) from None
     return robot
 
 
@@ -32,12 +37,14 @@ def build_robot(description: RobotDescription) -> Robot:
 
     Every moving one-DoF joint that is not a mimic gets an effort input; joints with URDF
     ``<dynamics>`` get damping and friction, joints with position limits stops; the robot gets
-    gravity.
+    gravity, and the ``<mb_sim>`` extensions their components: loop joints, coordinate
+    constraints, spring-dampers (connections) and joint springs (load groups of their joint).
     """
     links = [RigidLink(name, link) for name, link in description.links.items()]
     joints = [JOINT_CLASSES[j.type](j.name, j) for j in description.joints]
-    robot = Robot(description.name, links, joints, description.root)
-    robot.add_load_group(Gravity("gravity"))
+    robot = Robot(description.name, links, joints, description.root, _extension_connections(description))
+    robot.source = description.source
+    robot.add_load_group(Gravity("gravity", description.gravity))
     for joint in joints:
         if not isinstance(joint, (RevoluteJoint, PrismaticJoint)):
             continue
@@ -48,9 +55,23 @@ def build_robot(description: RobotDescription) -> Robot:
             joint.add_load_group(JointDissipation(joint.name, jd.damping, jd.friction))
         if jd.limit.lower is not None or jd.limit.upper is not None:
             joint.add_load_group(JointLimitStop(joint.name, jd.limit.lower, jd.limit.upper))
+    for spring in description.extensions.joint_springs:
+        robot.joints[spring.joint].add_load_group(JointSpring(spring.name, spring))
     for spec in description.components:
         _attach_component(robot, spec, description.source)
     return robot
+
+
+def _extension_connections(description: RobotDescription) -> list[ConnectionBase]:
+    """Loop joints, coordinate constraints and spring-dampers, in that order; springs with a user
+    force law are numbered in document order (the index their generated code calls back with)."""
+    extensions = description.extensions
+    connections: list[ConnectionBase] = [LoopJoint(loop.name, loop) for loop in extensions.loop_joints]
+    connections += [CoordinateConstraint(c.name, c) for c in extensions.coordinate_constraints]
+    laws = iter(range(len(extensions.spring_dampers)))
+    connections += [SpringDamper(s.name, s, next(laws) if s.law is not None else None)
+                    for s in extensions.spring_dampers]
+    return connections
 
 
 def _attach_component(robot: Robot, spec: ComponentSpec, source: str) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 from sympy import Basic, Matrix, Rational, S
 from sympy.physics.mechanics import Force, Point, ReferenceFrame, System, Torque, Vector, dynamicsymbols
 
-from mb_sim.model.base import ConnectionBase
+from mb_sim.model.base import ConnectionBase, ConstraintRow
 from mb_sim.model.link import RigidLink
 from mb_sim.model.parameters import exact_angle, exact_axis, parameter
 from mb_sim.model.requirement import ModelRequirement
@@ -35,7 +35,7 @@ from mb_sim.urdf import JointDescription
 
 __all__ = [
     "JointBase", "FixedJoint", "RevoluteJoint", "PrismaticJoint", "PlanarJoint", "FloatingJoint",
-    "JOINT_CLASSES",
+    "JOINT_CLASSES", "axis_basis",
 ]
 
 
@@ -131,7 +131,10 @@ class JointBase(ConnectionBase):
         multiplier = S.One if mimic.multiplier == 1.0 else parameter(
             self, "mimic_multiplier", mimic.multiplier, f"mimic multiplier of joint '{self.name}'", d)
         offset = parameter(self, "mimic_offset", mimic.offset, f"mimic offset of joint '{self.name}'", d)
-        self.system.add_holonomic_constraints(self.q[0] - (multiplier * self.mimicked.q[0] + offset))
+        expression = self.q[0] - (multiplier * self.mimicked.q[0] + offset)
+        self.constraint_rows[expression] = ConstraintRow(
+            f"mimic joint '{self.name}': q = {mimic.multiplier:g} q({mimic.joint}) + {mimic.offset:g}")
+        self.system.add_holonomic_constraints(expression)
 
     def generalized_force_loads(self, effort: Basic) -> list:
         """Loads of a joint effort `effort` (torque or force along the axis) on child and parent."""
@@ -225,26 +228,9 @@ class PlanarJoint(JointBase):
     speeds = (("vx", "velocity along e1", "m/s"), ("vy", "velocity along e2", "m/s"),
               ("w", "angular rate about the axis", "rad/s"))
 
-    def _plane_basis(self) -> tuple[Vector, Vector, Vector]:
-        axis = self.joint_description.axis
-        J = self.frame
-        exact = exact_axis(axis)
-        if exact is not None:
-            k = next(i for i, v in enumerate(exact) if v != 0)
-            unit = (J.x, J.y, J.z)
-            n = exact[k] * unit[k]
-            e1 = unit[(k + 1) % 3]
-            return n, e1, n.cross(e1)
-        helper = np.array([0.0, 1.0, 0.0]) if abs(axis[0]) > 0.9 else np.array([1.0, 0.0, 0.0])
-        e1 = np.cross(axis, helper)
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(axis, e1)
-        to_vector = lambda v: float(v[0]) * J.x + float(v[1]) * J.y + float(v[2]) * J.z  # noqa: E731
-        return to_vector(axis), to_vector(e1), to_vector(e2)
-
     def _place_child(self) -> None:
         child = self.child
-        self.axis, e1, e2 = self._plane_basis()
+        self.axis, e1, e2 = axis_basis(self.joint_description.axis, self.frame)
         x, y, theta = self.q
         vx, vy, w = self.u
         child.frame.orient_axis(self.frame, self.axis, theta)
@@ -293,6 +279,27 @@ class FloatingJoint(JointBase):
             qy.diff(t) - half * (qw * wy + qz * wx - qx * wz),
             qz.diff(t) - half * (qw * wz + qx * wy - qy * wx),
         ]
+
+
+def axis_basis(axis: np.ndarray, frame: ReferenceFrame) -> tuple[Vector, Vector, Vector]:
+    """``(n, e1, e2)``: the unit `axis` and two unit vectors normal to it with ``e1 x e2 = n``, in `frame`.
+
+    For an axis along z they are x and y (likewise cyclically for x and y axes); for other axes
+    ``e1`` is the unit vector along ``axis x ex`` (``axis x ey`` if the axis is near ex).
+    """
+    unit = (frame.x, frame.y, frame.z)
+    exact = exact_axis(axis)
+    if exact is not None:
+        k = next(i for i, v in enumerate(exact) if v != 0)
+        n = exact[k] * unit[k]
+        e1 = unit[(k + 1) % 3]
+        return n, e1, n.cross(e1)
+    helper = np.array([0.0, 1.0, 0.0]) if abs(axis[0]) > 0.9 else np.array([1.0, 0.0, 0.0])
+    e1 = np.cross(axis, helper)
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(axis, e1)
+    to_vector = lambda v: float(v[0]) * unit[0] + float(v[1]) * unit[1] + float(v[2]) * unit[2]  # noqa: E731
+    return to_vector(axis), to_vector(e1), to_vector(e2)
 
 
 #: Component class per URDF joint type.

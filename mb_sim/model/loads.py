@@ -1,17 +1,19 @@
-"""Load groups of a robot: gravity, joint efforts (inputs), joint damping and friction."""
+"""Load groups of a robot: gravity, joint efforts (inputs), joint damping, friction and springs."""
 from __future__ import annotations
 
-from sympy import Max, Min, Piecewise, tanh
-from sympy.physics.mechanics import Force, dynamicsymbols
+from collections.abc import Sequence
+
+from sympy import Expr, Max, Min, Piecewise, Rational, S, tanh
+from sympy.physics.mechanics import Force, Vector, dynamicsymbols
 
 from mb_sim.model.base import LoadGroupBase
 from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
 from mb_sim.model.parameters import parameter
+from mb_sim.urdf.description import STANDARD_GRAVITY, JointSpringDescription
 
-__all__ = ["Gravity", "JointEffort", "JointDissipation", "JointLimitStop", "FRICTION_SPEED", "STANDARD_GRAVITY",
-           "STOP_STIFFNESS", "STOP_DAMPING"]
+__all__ = ["Gravity", "JointEffort", "JointDissipation", "JointLimitStop", "JointSpring", "FRICTION_SPEED",
+           "STANDARD_GRAVITY", "STOP_STIFFNESS", "STOP_DAMPING"]
 
-STANDARD_GRAVITY = 9.81
 #: Speed scale of the smooth Coulomb friction model [rad/s or m/s].
 FRICTION_SPEED = 0.01
 #: Default joint-stop stiffness [N m/rad or N/m] and damping [N m s/rad or N s/m]; the simulator
@@ -21,19 +23,37 @@ STOP_DAMPING = 1.0e2
 
 
 class Gravity(LoadGroupBase):
-    """Uniform gravity ``-g`` along the world z axis on every body of the robot."""
+    """Uniform gravity on every body of the robot.
 
-    def __init__(self, name: str, acceleration: float = STANDARD_GRAVITY) -> None:
+    The default, 9.81 m/s^2 along the world's -z axis, has one parameter ``g`` (the magnitude);
+    any other direction (URDF ``<gravity xyz>``) has one parameter per non-zero world component
+    (``g_x``, ``g_y``, ``g_z``).  ``components`` holds the acceleration's world components.
+    """
+
+    def __init__(self, name: str, vector: Sequence[float] = (0.0, 0.0, -STANDARD_GRAVITY)) -> None:
         super().__init__(name)
-        self.acceleration = acceleration
+        self.vector = tuple(float(v) for v in vector)
 
     def _define_objects(self) -> None:
-        self.g = parameter(self, "g", self.acceleration,
-                           "gravitational acceleration, along the world's -z axis [m/s^2]", self._descriptions)
+        x, y, z = self.vector
+        d = self._descriptions
+        if x == 0.0 and y == 0.0 and z < 0.0:
+            self.g = parameter(self, "g", -z, "gravitational acceleration, along the world's -z axis [m/s^2]", d)
+            self.components: tuple[Expr, Expr, Expr] = (S.Zero, S.Zero, -self.g)
+        else:
+            self.components = tuple(parameter(self, f"g_{a}", v, f"gravitational acceleration along the world's "
+                                              f"{a} axis [m/s^2]", d) for a, v in zip("xyz", self.vector))
+
+    def acceleration(self) -> Vector:
+        """The gravitational acceleration as a vector in the world frame."""
+        world = self.auxiliary_handler.inertial_frame
+        return self.components[0] * world.x + self.components[1] * world.y + self.components[2] * world.z
 
     def _define_loads(self) -> None:
-        down = -self.auxiliary_handler.inertial_frame.z
-        self.system.add_loads(*[Force(body.masscenter, body.mass * self.g * down) for body in self.system.bodies])
+        if all(c == 0 for c in self.components):
+            return
+        g = self.acceleration()
+        self.system.add_loads(*[Force(body.masscenter, body.mass * g) for body in self.system.bodies])
 
 
 class JointEffort(LoadGroupBase):
@@ -114,3 +134,32 @@ class JointLimitStop(LoadGroupBase):
             pieces.append((Max(0, -self.k * (q - lower) - self.c * u), q < lower))
         effort = Piecewise(*pieces, (0, True))
         self.system.add_loads(*self.parent.generalized_force_loads(effort))
+
+
+class JointSpring(LoadGroupBase):
+    """``<joint_spring>``: effort ``-k (q - q_ref) - d u`` on a one-DoF joint, with potential energy
+    ``k (q - q_ref)^2 / 2``.  All three are parameters, zeros included, so they can be tuned at
+    run time."""
+
+    required_parent_type = (RevoluteJoint, PrismaticJoint)
+
+    def __init__(self, name: str, description: JointSpringDescription) -> None:
+        super().__init__(name)
+        self.spring_description = description
+
+    def _define_objects(self) -> None:
+        sd, d, joint = self.spring_description, self._descriptions, self.parent.name
+        unit = "rad" if isinstance(self.parent, RevoluteJoint) else "m"
+        self.k = parameter(self, "stiffness", sd.stiffness, f"stiffness of joint spring '{self.name}' on joint "
+                           f"'{joint}' [N m/rad or N/m]", d, keep_zero=True)
+        self.reference = parameter(self, "reference", sd.reference, f"rest position of joint spring '{self.name}' "
+                                   f"[{unit}]", d, keep_zero=True)
+        self.d = parameter(self, "damping", sd.damping, f"damping of joint spring '{self.name}' "
+                           "[N m s/rad or N s/m]", d, keep_zero=True)
+
+    def _define_loads(self) -> None:
+        q, u = self.parent.q[0], self.parent.u[0]
+        self.system.add_loads(*self.parent.generalized_force_loads(-self.k * (q - self.reference) - self.d * u))
+
+    def potential_energy(self) -> Expr:
+        return Rational(1, 2) * self.k * (self.parent.q[0] - self.reference) ** 2

@@ -21,9 +21,13 @@ __all__ = ["parameter", "exact_angle", "exact_axis"]
 
 
 def parameter(component: ComponentBase, name: str, value: float, description: str,
-              descriptions: dict) -> Expr:
-    """Exact 0 for a zero value, otherwise a prefixed symbol recorded with its value."""
-    if value == 0.0:
+              descriptions: dict, keep_zero: bool = False) -> Expr:
+    """Exact 0 for a zero value, otherwise a prefixed symbol recorded with its value.
+
+    `keep_zero` makes a symbol of a zero value too: for values users tune at run time (a spring's
+    damping, an on/off switch), which must stay in the equations.
+    """
+    if value == 0.0 and not keep_zero:
         return S.Zero
     symbol = symbols(component._add_prefix(name), real=True)
     component.symbols[name] = symbol

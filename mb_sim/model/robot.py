@@ -5,8 +5,10 @@ from sympy import Basic
 from sympy.physics.mechanics import Point, ReferenceFrame, System
 
 from mb_sim.model.base import ComponentBase, ComponentError, ConnectionBase, ModelBase, symbol_name
+from mb_sim.model.closures import CoordinateConstraint, LoopJoint
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
+from mb_sim.model.springs import SpringDamper
 
 __all__ = ["Robot"]
 
@@ -17,13 +19,18 @@ class Robot(ModelBase):
     The root link's frame is the world frame: a root link named ``world`` stands for the world
     itself, any other root link is fixed to it.  ``system`` (after the define steps) holds the
     whole robot: coordinates and speeds in joint order (parents before children), bodies, loads
-    and constraints.
+    and constraints.  Besides the tree's joints its connections are `others`: loop joints and
+    coordinate constraints (which add constraints, no coordinates) and spring-dampers.
     """
 
-    def __init__(self, name: str, links: list[RigidLink], joints: list[JointBase], root: str) -> None:
+    def __init__(self, name: str, links: list[RigidLink], joints: list[JointBase], root: str,
+                 others: list[ConnectionBase] = ()) -> None:
         super().__init__(name)
         self._links = {link.name: link for link in links}
         self._joints = {joint.name: joint for joint in joints}
+        self._others = {connection.name: connection for connection in others}
+        #: Where the robot came from, for messages (the URDF path, or "<string>").
+        self.source = "<model>"
         if root not in self._links:
             raise ComponentError(f"robot '{name}': root link '{root}' is not among its links")
         self.root_link = self._links[root]
@@ -38,11 +45,29 @@ class Robot(ModelBase):
         """Joints by name, parents before children."""
         return dict(self._joints)
 
+    def _others_of(self, kind: type) -> dict:
+        return {name: c for name, c in self._others.items() if isinstance(c, kind)}
+
+    @property
+    def loop_joints(self) -> dict[str, LoopJoint]:
+        """Loop-closure joints by name."""
+        return self._others_of(LoopJoint)
+
+    @property
+    def coordinate_constraints(self) -> dict[str, CoordinateConstraint]:
+        """Coordinate constraints by name."""
+        return self._others_of(CoordinateConstraint)
+
+    @property
+    def spring_dampers(self) -> dict[str, SpringDamper]:
+        """Spring-dampers by name."""
+        return self._others_of(SpringDamper)
+
     def submodels(self) -> tuple[ModelBase, ...]:
         return tuple(self._links.values())
 
     def connections(self) -> tuple[ConnectionBase, ...]:
-        return tuple(self._joints.values())
+        return (*self._joints.values(), *self._others.values())
 
     def _define_connections(self) -> None:
         for joint in self._joints.values():
@@ -51,6 +76,8 @@ class Robot(ModelBase):
             joint.child = self._links[description.child]
             if description.mimic is not None:
                 joint.mimicked = self._joints[description.mimic.joint]
+        for connection in self._others.values():
+            connection.resolve(self._links, self._joints)
 
     def _define_objects(self) -> None:
         self.world_frame = ReferenceFrame("world")
@@ -98,7 +125,8 @@ class Robot(ModelBase):
     def describe(self) -> str:
         """The component tree with every symbol, coordinate and speed, its description and value."""
         system = self.system
-        lines = [f"Robot '{self.name}': {len(self._links)} links, {len(self._joints)} joints, "
+        loops = f"{len(self.loop_joints)} loop joints, " if self.loop_joints else ""
+        lines = [f"Robot '{self.name}': {len(self._links)} links, {len(self._joints)} joints, {loops}"
                  f"{len(system.q)} coordinates, {len(system.u)} speeds, "
                  f"{len(system.holonomic_constraints)} holonomic constraints"]
         lines += _describe_component(self, 1)
@@ -119,6 +147,10 @@ def _describe_component(component: ComponentBase, indent: int) -> list[str]:
         extra = ""
         if isinstance(child, JointBase):
             extra = f" ({child.joint_description.type}: {child.parent.name} -> {child.child.name})"
+        elif isinstance(child, LoopJoint):
+            extra = f" ({child.loop_description.type} loop closure: {child.parent.name} -> {child.child.name})"
+        elif isinstance(child, SpringDamper):
+            extra = f" ({child.link0.name} -> {child.link1.name})"
         elif isinstance(child, RigidLink) and child.is_massless:
             extra = " (massless)"
         lines.append(f"{'  ' * indent}{kind} '{child.name}'{extra}")
