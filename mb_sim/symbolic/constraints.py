@@ -6,7 +6,15 @@ uniform distribution (angles in [-pi, pi], floating-base quaternions normalized)
 the position constraints by Gauss-Newton so the samples are feasible (rank at infeasible points can
 be higher than anywhere on the constraint manifold), at three such samples.  A constraint row that
 adds no rank at any sample is reported and dropped; one whose row is zero at every sample is
-reported as already satisfied.
+reported as already satisfied.  A holonomic row that does not depend on the coordinates at all is
+either satisfied by the geometry (dropped and reported) or can never hold: then
+:class:`ConstraintError` names it.
+
+Dependent coordinates (those projection and the constraint kinematics solver correct) are chosen
+at the first sample, greedily by rank over the columns of dPhi/dq: first those the components
+declare dependent (mimic joints), then from the last coordinate backwards, so joints near the root
+(a crank, a driven joint) stay independent.  Dependent speeds likewise over the columns of A,
+starting with the speeds of joints with a dependent coordinate.
 """
 from __future__ import annotations
 
@@ -18,11 +26,30 @@ from sympy import Matrix, lambdify, zeros
 from mb_sim.model import FloatingJoint, Robot
 from mb_sim.symbolic.plain import PlainSymbols
 
-__all__ = ["ConstraintEquations", "derive_constraints", "GENERIC_SAMPLES", "RANK_TOLERANCE"]
+__all__ = ["ConstraintAnalysis", "ConstraintEquations", "ConstraintError", "derive_constraints", "GENERIC_SAMPLES",
+           "RANK_TOLERANCE"]
 
 GENERIC_SAMPLES = 3
 RANK_TOLERANCE = 1e-9
 GENERIC_SEED = 4004
+
+
+class ConstraintError(ValueError):
+    """A constraint that can never hold (e.g. a loop joint whose frames can never meet)."""
+
+
+@dataclass
+class ConstraintAnalysis:
+    """The counts of seed 004's table: open-tree degrees of freedom (speeds), scalar conditions
+    stated (identically satisfied ones included), independent ones kept, and what is left."""
+
+    open_loop_dof: int
+    conditions: int
+    kept: int
+
+    @property
+    def closed_loop_dof(self) -> int:
+        return self.open_loop_dof - self.kept
 
 
 @dataclass
@@ -30,7 +57,11 @@ class ConstraintEquations:
     """Independent constraints: Phi(q) = 0 with its Jacobian dPhi/dq, A(q) u + b = 0, A u' + c = 0.
 
     ``names`` names, per kept row of A, the component that added it (the first rows are those of
-    Phi); ``redundant`` the components with rows dropped as redundant with the others.
+    Phi); ``labels`` says what each kept row is; ``redundant`` the components with rows dropped
+    as redundant with the others;
+    ``wrenches`` (n_c x 6) the unit wrench on a loop joint's child each row's multiplier scales
+    (zero rows for constraints between coordinates); ``dependent_coordinates`` and
+    ``dependent_speeds`` are indices into q and u (see the module docstring).
     """
 
     phi: Matrix
@@ -41,6 +72,11 @@ class ConstraintEquations:
     names: list[str]
     report: list[str] = field(default_factory=list)
     redundant: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    wrenches: Matrix = field(default_factory=lambda: zeros(0, 6))
+    dependent_coordinates: list[int] = field(default_factory=list)
+    dependent_speeds: list[int] = field(default_factory=list)
+    analysis: ConstraintAnalysis | None = None
 
 
 def _constraint_owners(robot: Robot) -> list:
@@ -58,29 +94,104 @@ def _constraint_owners(robot: Robot) -> list:
             + [nonholonomic.get(c, robot) for c in system.nonholonomic_constraints])
 
 
+def _row_label(owner, expression) -> str:
+    row = owner.constraint_rows.get(expression)
+    return row.description if row is not None else f"{type(owner).__name__} '{owner.name}'"
+
+
+def _row_wrench(owner, expression, plain: PlainSymbols) -> Matrix:
+    row = owner.constraint_rows.get(expression)
+    if row is None or row.wrench is None:
+        return zeros(1, 6)
+    return plain.convert_matrix(row.wrench).T
+
+
+def _stated_conditions(robot: Robot, n_rows: int) -> int:
+    """Rows of the system plus the identically satisfied conditions components left out."""
+    return n_rows + sum(len(getattr(component, "satisfied", ())) for component in robot.walk())
+
+
 def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations:
-    """Constraint equations of `robot` with redundant rows removed (see the module docstring)."""
+    """Constraint equations of `robot` with redundant rows removed (see the module docstring).
+
+    Raises
+    ------
+    ConstraintError
+        A holonomic constraint independent of the coordinates does not hold.
+    """
     system, q, u = robot.system, Matrix(plain.q), Matrix(plain.u)
+    stated = [*system.holonomic_constraints, *system.nonholonomic_constraints]
     phi = plain.convert_matrix(Matrix(system.holonomic_constraints)) if system.holonomic_constraints else zeros(0, 1)
     nonholonomic = (plain.convert_matrix(Matrix(system.nonholonomic_constraints))
                     if system.nonholonomic_constraints else zeros(0, 1))
     jacobian = phi.jacobian(q)
     velocity = (jacobian * plain.qdot + phi.diff(plain.time)).col_join(nonholonomic)
+    analysis = ConstraintAnalysis(len(u), _stated_conditions(robot, len(stated)), 0)
     if velocity.shape[0] == 0:
         empty = zeros(0, 1)
-        return ConstraintEquations(empty, jacobian, zeros(0, len(u)), empty, empty, [])
+        return ConstraintEquations(empty, jacobian, zeros(0, len(u)), empty, empty, [], analysis=analysis)
     matrix = velocity.jacobian(u)
     bias = velocity.xreplace({x: 0 for x in u})
     owners = _constraint_owners(robot)
-    labels = [f"{type(owner).__name__} '{owner.name}'" for owner in owners]
-    keep, report, redundant = _independent_rows(robot, plain, phi, jacobian, matrix, labels)
+    labels = [_row_label(owner, expression) for owner, expression in zip(owners, stated)]
+    _check_coordinate_free_rows(robot, phi, {*q, plain.time}, labels)
+    keep, report, redundant, sample = _independent_rows(robot, plain, phi, jacobian, matrix, labels)
+    report = [f"{label} holds identically (whatever the coordinates); left out"
+              for component in robot.walk() for label in getattr(component, "satisfied", ())] + report
     n_h = phi.shape[0]
     matrix, bias = matrix.extract(keep, list(range(len(u)))), bias.extract(keep, [0])
     acceleration_bias = (matrix * u + bias).jacobian(q) * plain.qdot + (matrix * u + bias).diff(plain.time)
     holonomic = [k for k in keep if k < n_h]
     phi, jacobian = phi.extract(holonomic, [0]), jacobian.extract(holonomic, list(range(len(q))))
+    wrenches = Matrix.vstack(zeros(0, 6), *[_row_wrench(owners[k], stated[k], plain) for k in keep])
+    coordinates, speeds = _dependent(robot, plain, jacobian, matrix, sample)
+    analysis.kept = len(keep)
     return ConstraintEquations(phi, jacobian, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
-                               list(dict.fromkeys(owners[k].name for k in redundant)))
+                               list(dict.fromkeys(owners[k].name for k in redundant)), [labels[k] for k in keep],
+                               wrenches, coordinates, speeds, analysis)
+
+
+def _check_coordinate_free_rows(robot: Robot, phi: Matrix, variables: set, labels: list[str]) -> None:
+    """Raise ConstraintError for a holonomic row free of the coordinates and time that does not hold."""
+    for row, expression in enumerate(phi):
+        if expression.free_symbols & variables:
+            continue
+        value = float(expression.xreplace(robot.parameters).evalf())
+        if abs(value) > 1e-9:
+            raise ConstraintError(f"{labels[row]} is {value:.6g} whatever the coordinates: it can never hold "
+                                  "(check the loop joint's origin against the links it joins)")
+
+
+def _dependent(robot: Robot, plain: PlainSymbols, jacobian: Matrix, matrix: Matrix,
+               sample: np.ndarray) -> tuple[list[int], list[int]]:
+    """Dependent coordinates and speeds at the generic `sample` (see the module docstring)."""
+    system = robot.system
+    q_list, u_list = list(system.q), list(system.u)
+
+    def at_sample(expressions: Matrix) -> np.ndarray:
+        function = lambdify([plain.q], expressions.xreplace(robot.parameters), "numpy")
+        return np.atleast_2d(np.asarray(function(sample), dtype=float))
+
+    coordinates = []
+    if jacobian.shape[0]:
+        declared = [q_list.index(c) for c in system.q_dep]
+        coordinates = _greedy_columns(at_sample(jacobian), declared + list(range(len(q_list)))[::-1])
+    moved = [joint for joint in robot.joints.values() if any(q_list.index(c) in coordinates for c in joint.q)]
+    preferred = [u_list.index(s) for joint in moved for s in joint.u]
+    preferred += [u_list.index(s) for s in system.u_dep] + list(range(len(u_list)))[::-1]
+    return sorted(coordinates), sorted(_greedy_columns(at_sample(matrix), preferred))
+
+
+def _greedy_columns(matrix: np.ndarray, order: list[int]) -> list[int]:
+    """Columns of `matrix`, taken in `order` (repeats skipped), each raising the rank, until full row rank."""
+    chosen: list[int] = []
+    tolerance = RANK_TOLERANCE * max(1.0, np.abs(matrix).max()) if matrix.size else 0.0
+    for column in dict.fromkeys(order):
+        if len(chosen) == matrix.shape[0]:
+            break
+        if np.linalg.matrix_rank(matrix[:, chosen + [column]], tol=tolerance) == len(chosen) + 1:
+            chosen.append(column)
+    return chosen
 
 
 def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix) -> list[np.ndarray]:
@@ -107,13 +218,15 @@ def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix, jaco
 
 
 def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix, matrix: Matrix,
-                      names: list[str]) -> tuple[list[int], list[str], list[int]]:
-    """Rows of A kept (greedy by rank, in order), a report on the rest, and the rows dropped as
-    redundant (not merely zero)."""
+                      names: list[str]) -> tuple[list[int], list[str], list[int], np.ndarray]:
+    """Rows of A kept (greedy by rank, in order), a report on the rest, the rows dropped as
+    redundant (not merely zero), and the sampled configuration the kept rows were chosen at."""
     numeric = lambdify([plain.q], matrix.xreplace(robot.parameters), "numpy")
-    samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in _generic_configurations(robot, plain, phi, jacobian)]
+    configurations = _generic_configurations(robot, plain, phi, jacobian)
+    samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in configurations]
     best_keep: list[int] = []
-    for A in samples:
+    best = configurations[0]
+    for A, configuration in zip(samples, configurations):
         keep: list[int] = []
         for row in range(A.shape[0]):
             trial = A[keep + [row]]
@@ -121,7 +234,7 @@ def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: 
             if np.linalg.matrix_rank(trial, tol=tolerance) == len(keep) + 1:
                 keep.append(row)
         if len(keep) > len(best_keep):
-            best_keep = keep
+            best_keep, best = keep, configuration
     report, redundant = [], []
     for row in range(matrix.shape[0]):
         if row in best_keep:
@@ -131,4 +244,4 @@ def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: 
         else:
             report.append(f"constraint {row} ({names[row]}) is redundant with the others; dropped")
             redundant.append(row)
-    return best_keep, report, redundant
+    return best_keep, report, redundant, best

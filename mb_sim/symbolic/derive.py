@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from sympy import Matrix
+from sympy import Matrix, zeros
 from sympy.physics.mechanics import dynamicsymbols
 
 from mb_sim.model import FloatingJoint, JointEffort, Robot
@@ -46,6 +46,8 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
     for line in constraints.report:
         report(line)
     poses = Matrix([[*kane.links[name].rotation, *kane.links[name].position] for name in robot.links])
+    springs = list(robot.spring_dampers.values())
+    potential = kane.potential_energy + sum(plain.convert(c.potential_energy()) for c in robot.walk())
     outputs = {
         "mass_matrix": kane.mass_matrix,
         "forcing": kane.forcing,
@@ -57,7 +59,10 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "acceleration_bias": constraints.acceleration_bias,
         "link_poses": poses,
         "kinetic_energy": Matrix([kane.kinetic_energy]),
-        "potential_energy": Matrix([kane.potential_energy]),
+        "potential_energy": Matrix([potential]),
+        "constraint_wrenches": constraints.wrenches,
+        "spring_states": Matrix.vstack(zeros(0, 12), *[plain.convert_matrix(s.state) for s in springs]),
+        "spring_lengths": Matrix([plain.convert(s.length) for s in springs]) if springs else zeros(0, 1),
     }
     parameters = robot.parameters
     descriptions = {**{plain.plain(k): v for k, v in robot.descriptions.items() if plain.knows(k)},
@@ -69,8 +74,9 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         parameter_values=list(parameters.values()), time=dynamicsymbols._t,
         temporaries=temps.assignments, outputs=outputs, link_names=list(robot.links),
         descriptions=descriptions,
-        dependent_coordinates=[list(system.q).index(q) for q in system.q_dep],
-        dependent_speeds=[list(system.u).index(u) for u in system.u_dep],
+        dependent_coordinates=constraints.dependent_coordinates, dependent_speeds=constraints.dependent_speeds,
         quaternion_starts=[list(system.q).index(j.q[3]) for j in robot.joints.values() if isinstance(j, FloatingJoint)],
         constraint_names=constraints.names, redundant_constraints=constraints.redundant,
+        constraint_labels=constraints.labels, spring_names=[s.name for s in springs],
+        force_laws=[(s.name, s.spring_description.law) for s in springs if s.law_index is not None],
     )

@@ -24,11 +24,18 @@ name                   shape          meaning
 ``link_poses``         (n_links, 12)  world pose of each link frame: row-major rotation (9)
                                       then position (3)
 ``kinetic_energy``     (1, 1)         kinetic energy [J]
-``potential_energy``   (1, 1)         gravitational potential energy [J]
+``potential_energy``   (1, 1)         potential energy of gravity and springs [J]
+``constraint_wrenches`` (n_c, 6)      per constraint row, the unit wrench (force, torque) on a
+                                      loop joint's child its multiplier scales, in the loop
+                                      joint's frame (zero for constraints between coordinates)
+``spring_states``      (n_s, 12)      per spring-damper: marker positions p0, p1, relative
+                                      velocity v1 - v0 (world axes), length L, L', scalar force
+``spring_lengths``     (n_s, 1)       per spring-damper, its length L (checked by the dynamics)
 =====================  =============  ===========================================================
 
 Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``; the generalized
-constraint forces are then ``-A^T lam``.
+constraint forces are then ``-A^T lam``, and a loop joint's reaction on its child is
+``-sum(lam_i w_i)`` over its rows ``i`` (``w_i`` the rows of ``constraint_wrenches``).
 
 After each integration step the simulator projects the state back onto the constraints (see
 :mod:`mb_sim.codegen`): each unit quaternion block ``q[s:s + 4] = (qw, qx, qy, qz)`` for ``s`` in
@@ -42,12 +49,15 @@ from dataclasses import dataclass, field
 
 from sympy import Expr, Matrix, Symbol
 
-__all__ = ["EquationsOfMotion", "OUTPUT_NAMES"]
+__all__ = ["EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 
 OUTPUT_NAMES = (
     "mass_matrix", "forcing", "qdot", "phi", "phi_jacobian", "constraint_matrix",
     "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
+    "constraint_wrenches", "spring_states", "spring_lengths",
 )
+#: Columns of the spring_states output.
+SPRING_STATE_COLUMNS = 12
 
 
 @dataclass
@@ -61,7 +71,13 @@ class EquationsOfMotion:
     ``constraint_names`` names, per row of the constraint matrix, the constraint (the component
     that added it: a mimic joint, a loop-closure joint...) it belongs to; rows of one name are
     enabled and disabled together.  ``redundant_constraints`` are the names that had rows dropped
-    as redundant with the others, judged with every constraint enabled.
+    as redundant with the others, judged with every constraint enabled; ``constraint_labels``
+    says what each row is (for messages).
+
+    ``spring_names`` names the rows of the spring outputs; ``force_laws`` holds, per spring with a
+    user force law (numbered as its generated code calls back), ``(spring name, law name)``.
+    Outputs introduced after the first ones (``constraint_wrenches`` and the spring outputs) are
+    filled with zeros of the right shape when not given.
     """
 
     name: str
@@ -80,6 +96,16 @@ class EquationsOfMotion:
     quaternion_starts: list[int] = field(default_factory=list)
     constraint_names: list[str] = field(default_factory=list)
     redundant_constraints: list[str] = field(default_factory=list)
+    constraint_labels: list[str] = field(default_factory=list)
+    spring_names: list[str] = field(default_factory=list)
+    force_laws: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        defaults = {"constraint_wrenches": (self.n_constraints, 6),
+                    "spring_states": (len(self.spring_names), SPRING_STATE_COLUMNS),
+                    "spring_lengths": (len(self.spring_names), 1)}
+        for name, shape in defaults.items():
+            self.outputs.setdefault(name, Matrix.zeros(*shape))
 
     @property
     def n_q(self) -> int:
@@ -97,4 +123,5 @@ class EquationsOfMotion:
     @property
     def n_constraints(self) -> int:
         """Number of (independent) velocity constraints."""
-        return self.outputs["constraint_matrix"].shape[0]
+        matrix = self.outputs.get("constraint_matrix")
+        return 0 if matrix is None else matrix.shape[0]

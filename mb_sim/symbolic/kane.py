@@ -102,6 +102,22 @@ class _Recursion:
                 self.points[joint.reaction_point] = (parent.name, self.plain.convert_matrix(
                     joint.reaction_point.pos_from(parent.origin).to_matrix(parent.frame)))
 
+    def locate(self, point: Point) -> tuple[str, Matrix]:
+        """The link `point` is fixed in and its position there (link-frame components): registered
+        points directly, others (a spring's marker) through a neighbour in the position graph at
+        a constant offset in that link's frame."""
+        if point in self.points:
+            return self.points[point]
+        for neighbour, offset in point._pos_dict.items():  # SymPy keeps the position graph here
+            if neighbour not in self.points:
+                continue
+            link, base = self.points[neighbour]
+            components = self.vector_in_link(offset, link)
+            if not components.free_symbols & set(self.plain.q):
+                self.points[point] = (link, base + components)
+                return self.points[point]
+        raise ValueError(f"force on point {point}, which is not fixed in any link")
+
     def _register_link(self, link) -> None:
         self.frames[link.frame] = (link.name, eye(3))
         self.points[link.origin] = (link.name, ZERO3)
@@ -171,9 +187,7 @@ class _Recursion:
         forces = [S.Zero] * n_u
         for load in self.robot.system.loads:
             if isinstance(load, Force):
-                if load.point not in self.points:
-                    raise ValueError(f"force on point {load.point}, which is not fixed in any link")
-                link, offset = self.points[load.point]
+                link, offset = self.locate(load.point)
                 kin = self.links[link]
                 f = self.temps.matrix(self.vector_in_link(load.vector, link), f"force on {load.point}")
                 for k, vk in kin.partials.items():
@@ -199,7 +213,7 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
     forcing = rec.generalized_active_forces(n_u)
     mass = zeros(n_u, n_u)
     kinetic, potential = S.Zero, S.Zero
-    gravity = next((g.g for g in robot.load_groups if isinstance(g, Gravity)), S.Zero)
+    gravity = next((Matrix(g.components) for g in robot.load_groups if isinstance(g, Gravity)), ZERO3)
     for name, link in robot.links.items():
         if link.body is None:
             continue
@@ -223,7 +237,7 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
                 if l >= k:
                     mass[k, l] += m * _dot(vc_k[k], vc_k[l]) + _dot(kin.angular_partials[k], Iw_k[l])
         kinetic += Rational(1, 2) * (m * _dot(vc, vc) + _dot(w, Iw))
-        potential += m * gravity * (kin.position[2] + (kin.rotation * c)[2])
+        potential -= m * _dot(gravity, kin.position + kin.rotation * c)
     for k in range(n_u):
         for l in range(k):
             mass[k, l] = mass[l, k]
