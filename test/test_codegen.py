@@ -409,13 +409,27 @@ def test_projection_matches_analytic(cache, backend):
     radial = q / np.linalg.norm(q)
     np.testing.assert_allclose(projected_q, l * radial, rtol=1e-12)
     np.testing.assert_allclose(projected_u, u - (u @ radial) * radial, rtol=1e-12)
-    # Only y and its speed: x and vx are kept.
+    # Only y is a dependent coordinate: x is kept.  The speeds always get the mass-weighted
+    # impulse, here (M = m I) the tangential velocity at the projected point.
     model = compile_model(cartesian_pendulum(dependent=[1]), backend, cache)
     projected_q, projected_u = model.project(q, u)
     y = -np.sqrt(l**2 - q[0] ** 2)
-    assert projected_q[0] == q[0] and projected_u[0] == u[0]
+    assert projected_q[0] == q[0]
     np.testing.assert_allclose(projected_q, [q[0], y], rtol=1e-12)
-    np.testing.assert_allclose(projected_u, [u[0], -q[0] * u[0] / y], rtol=1e-12)
+    radial = projected_q / l
+    np.testing.assert_allclose(projected_u, u - (u @ radial) * radial, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_speed_projection_is_the_momentum_conserving_impulse(cache, backend):
+    """Masses 1 and 3 on a line held together: projecting the speeds is a perfectly inelastic
+    collision, both end at the centre-of-mass speed (not at the mean of the two)."""
+    model = compile_model(masses_on_a_line(), backend, cache)
+    m1, m2, _ = model.parameter_values
+    v = np.array([2.0, -1.0])
+    _, projected = model.project([0.5, 0.5], v)
+    common = (m1 * v[0] + m2 * v[1]) / (m1 + m2)
+    np.testing.assert_allclose(projected, [common, common], rtol=1e-14)
 
 
 @pytest.mark.parametrize("backend", ["c", "numpy"])

@@ -5,13 +5,14 @@ Entry points (all ``q, u, inputs, params`` are ``const double *`` unless noted, 
 * ``void mb_evaluate(q, u, inputs, params, t, double *out)``: every output, in the layout of
   :class:`~mb_sim.codegen.layout.OutputLayout` (documented in the file's header comment);
 * ``void mb_dynamics(...)``, ``void mb_constraints(...)``: only the dynamics blocks, or only the
-  blocks projection needs (Phi, dPhi/dq, A, b; generated only for constrained models), of the
-  same layout (each with its own CSE, so cheaper);
+  blocks projection needs (Phi, dPhi/dq, M, A, b; generated only for constrained models), of
+  the same layout (each with its own CSE, so cheaper);
 * ``int mb_forward_dynamics(q, u, inputs, params, t, double *qdot, double *udot, double *lam,
   const double *enabled)``: solves ``M u' = F`` (Cholesky) or, with constraints,
   ``[M A^T; A 0][u'; lam] = [F; -c]`` through the Schur complement ``A M^-1 A^T``, the
   multipliers into ``lam`` (untouched without constraints; the generalized constraint forces are
-  ``-A^T lam``); returns 0 or 1, 2;
+  ``-A^T lam``); returns 0 or 1, 2, or 5 for a spring-damper shorter than
+  ``MB_SPRING_MIN_LENGTH``;
 * ``int mb_project(double *q, double *u, inputs, params, t, const double *enabled)``: projects
   the state onto the constraints (unit quaternions, ``Phi(q) = 0``, ``A u + b = 0``; see
   :mod:`~mb_sim.codegen.projection`); returns 0, or 4 leaving q and u unchanged;
@@ -23,7 +24,10 @@ Entry points (all ``q, u, inputs, params`` are ``const double *`` unless noted, 
   ``(double *const *a)``) and ``mb_rk4_packed(a, dt, n_steps)``: the same with the buffers packed,
   ``a = {q, u, inputs, params, &t, out, qdot, udot, lam, enabled}``;
 * ``mb_n_q(), mb_n_u(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
-  ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches.
+  ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches;
+* with user force laws, ``void mb_set_force_law(law)``: the callback evaluating
+  ``law(index, t, deltaL, deltaL_t, k, d, f, active)`` (the library keeps one: set it before
+  each call when several models share it).
 
 ``enabled[i]`` (``MB_N_CONSTRAINTS`` values, or NULL for all enabled) switches velocity
 constraint row i (and, for i < ``MB_N_HOLONOMIC``, the holonomic row i of Phi) on (non-zero) or
@@ -42,6 +46,7 @@ from sympy import Symbol
 from sympy.printing.c import C99CodePrinter
 from sympy.printing.precedence import PRECEDENCE
 
+from mb_sim.codegen.errors import SPRING_MIN_LENGTH
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLayout
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
@@ -51,7 +56,7 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "5"
+GENERATOR_VERSION = "6"
 
 _SIGNATURE = ("const double *q, const double *u, const double *inputs,\n"
               "    const double *params, double t")
@@ -69,14 +74,15 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
          DYNAMICS_OUTPUTS),
     ]
     if eom.n_constraints:
-        functions.append(("mb_constraints", "Only the blocks projection needs (Phi, dPhi/dq, A, b) "
-                          "into out[].", PROJECTION_OUTPUTS))
+        functions.append(("mb_constraints", "Only the blocks projection needs (Phi, dPhi/dq, M, A, "
+                          "b) into out[].", PROJECTION_OUTPUTS))
     return "\n".join([
         _header(eom, layout, projection),
+        _FORCE_LAW if eom.force_laws else "",
         *(_c_function(name, doc, straight_line_program(eom, names, progress),
                       layout.indices(names)) for name, doc, names in functions),
-        _linear_algebra(eom.n_constraints),
-        _forward_dynamics(eom.n_u, eom.n_constraints),
+        _linear_algebra(eom.n_u, eom.n_constraints, n_h),
+        _forward_dynamics(eom.n_u, eom.n_constraints, len(eom.spring_names)),
         _projection(projection, n_h, eom.n_constraints, len_x),
         _INTEGRATOR.substitute(len_x=len_x, len_c=max(eom.n_constraints, 1)),
     ])
@@ -93,6 +99,11 @@ class _Printer(C99CodePrinter):
         return self._names[expr]
 
     _print_Dummy = _print_Symbol
+
+    def _print_SpringForceLaw(self, expr) -> str:
+        """A user force law: a call back into the host (see _FORCE_LAW)."""
+        index, *arguments = expr.args
+        return f"mb_force_law({int(index)}, {', '.join(self.doprint(a) for a in arguments)})"
 
     def _print_Pow(self, expr) -> str:
         """Small integer powers as products: pow() is a library call."""
@@ -127,12 +138,13 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection
         name=repr(eom.name).replace("*/", "*\\/"), version=GENERATOR_VERSION,
         sympy=sympy.__version__, table=table, offsets=offsets, n_q=eom.n_q, n_u=eom.n_u,
         n_inputs=len(eom.inputs), n_params=len(eom.parameters), n_c=eom.n_constraints,
-        n_h=eom.n_holonomic, n_out=layout.size, n_blocks=len(blocks),
+        n_h=eom.n_holonomic, n_springs=len(eom.spring_names), spring_min=repr(SPRING_MIN_LENGTH),
+        n_out=layout.size, n_blocks=len(blocks),
         offset_list=", ".join(str(b.offset) for b in blocks) + f", {layout.size}",
         rows=", ".join(str(b.shape[0]) for b in blocks),
         cols=", ".join(str(b.shape[1]) for b in blocks),
         quaternions=_index_list(projection.quaternion_starts),
-        coordinates=_index_list(projection.coordinates), speeds=_index_list(projection.speeds),
+        coordinates=_index_list(projection.coordinates),
         tolerance=repr(PROJECTION_TOLERANCE), iterations=PROJECTION_ITERATIONS)
 
 
@@ -141,18 +153,20 @@ def _index_list(indices: tuple[int, ...]) -> str:
     return ", ".join(map(str, indices)) or "none"
 
 
-def _linear_algebra(n_c: int) -> str:
+def _linear_algebra(n_u: int, n_c: int, n_h: int) -> str:
     """Cholesky helpers, plus what the constrained solver and the projection need, if anything."""
     if not n_c:
         return _CHOLESKY
-    return "\n".join([_CHOLESKY, _DOT, _ENABLED, _LEAST_NORM.substitute(len_gram=n_c * n_c)])
+    least_norm = _LEAST_NORM.substitute(len_gram=n_h * n_h) if n_h else ""
+    return "\n".join([_CHOLESKY, _DOT, _ENABLED, least_norm,
+                      _SCHUR.substitute(len_cu=n_c * n_u, len_cc=n_c * n_c)])
 
 
-def _forward_dynamics(n_u: int, n_c: int) -> str:
+def _forward_dynamics(n_u: int, n_c: int, n_springs: int) -> str:
     """mb_forward_dynamics, through the Schur complement if n_c > 0."""
-    constrained = (_CONSTRAINED.substitute(len_cu=max(n_c * n_u, 1), len_cc=n_c * n_c) if n_c
-                   else "    (void)lam; (void)enabled;\n")
-    return _FORWARD_DYNAMICS.substitute(len_uu=max(n_u * n_u, 1), constrained=constrained)
+    constrained = _CONSTRAINED if n_c else "    (void)lam; (void)enabled;\n"
+    return _FORWARD_DYNAMICS.substitute(len_uu=max(n_u * n_u, 1), constrained=constrained,
+                                        springs=_SPRING_CHECK if n_springs else "")
 
 
 def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
@@ -168,15 +182,17 @@ def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
             n=len(projection.quaternion_starts), starts=_index_list(projection.quaternion_starts)))
         body += ["    if (mb_normalize_quaternions(q))", "        return 4;"]
     if n_h:
+        renormalize = ("        if (mb_normalize_quaternions(q))\n            return 4;\n"
+                       if projection.quaternion_starts else "")
         helpers.append(_COORDINATES.substitute(
-            n=len(projection.coordinates), indices=_index_list(projection.coordinates)))
+            n=len(projection.coordinates), indices=_index_list(projection.coordinates),
+            renormalize=renormalize))
         body += ["    if (mb_project_coordinates(q, u, inputs, params, t, out, enabled))",
                  "        return 4;"]
     elif n_c:
         body.append("    mb_constraints(q, u, inputs, params, t, out);")
     if n_c:
-        helpers.append(_SPEEDS.substitute(
-            n=len(projection.speeds), indices=_index_list(projection.speeds)))
+        helpers.append(_SPEEDS)
         body.append("    return mb_project_speeds(u, out, enabled);")
     else:
         body.append("    return 0;")
@@ -189,13 +205,13 @@ _HEADER = Template("""\
  *
  * Arguments: q[MB_N_Q], u[MB_N_U], inputs[MB_N_INPUTS], params[MB_N_PARAMS], time t.
  * out[MB_N_OUT] holds these blocks, each flattened row-major (mb_dynamics writes only M, F,
- * qdot, A, b and c; mb_constraints only Phi, dPhi/dq, A and b):
+ * qdot, A, b, c and the spring lengths; mb_constraints only Phi, dPhi/dq, M, A and b):
  *   block  name                offset  rows x cols
 $table
  *
  * Projection onto the constraints (mb_project, and mb_rk4 after each step): unit quaternions
- * starting at q[$quaternions]; coordinates q[$coordinates] onto Phi = 0; speeds u[$speeds]
- * onto A u + b = 0.
+ * starting at q[$quaternions]; coordinates q[$coordinates] onto Phi = 0; all speeds onto
+ * A u + b = 0 by the mass-weighted impulse.
  */
 #include <math.h>
 #include <string.h>
@@ -206,6 +222,8 @@ $table
 #define MB_N_PARAMS $n_params
 #define MB_N_CONSTRAINTS $n_c
 #define MB_N_HOLONOMIC $n_h
+#define MB_N_SPRINGS $n_springs
+#define MB_SPRING_MIN_LENGTH $spring_min
 #define MB_N_OUT $n_out
 #define MB_N_BLOCKS $n_blocks
 #define MB_PROJECTION_TOLERANCE $tolerance
@@ -329,15 +347,16 @@ static int mb_least_norm_correction(double *x, const double *m, int rows, int co
 _FORWARD_DYNAMICS = Template("""\
 /* q' and u' at (q, u, t); with constraints also the multipliers lam of
  * [M A^T; A 0][u'; lam] = [F; -c] over the enabled rows (disabled rows get lam = 0), so the
- * generalized constraint forces are -A^T lam (lam is untouched without constraints).  Returns 0, 1 if M is not positive definite, 2 if
- * A M^-1 A^T is not. */
+ * generalized constraint forces are -A^T lam (lam is untouched without constraints).  Returns 0,
+ * 1 if M is not positive definite, 2 if A M^-1 A^T is not, 5 if a spring-damper is shorter than
+ * MB_SPRING_MIN_LENGTH. */
 int mb_forward_dynamics($signature, double *qdot, double *udot, double *lam,
                         const double *enabled)
 {
     double out[MB_N_OUT];
     double l[$len_uu];
     mb_dynamics(q, u, inputs, params, t, out);
-    memcpy(qdot, out + MB_OFFSET_QDOT, sizeof(double) * MB_N_Q);
+$springs    memcpy(qdot, out + MB_OFFSET_QDOT, sizeof(double) * MB_N_Q);
     memcpy(l, out + MB_OFFSET_MASS_MATRIX, sizeof(double) * MB_N_U * MB_N_U);
     memcpy(udot, out + MB_OFFSET_FORCING, sizeof(double) * MB_N_U);
     if (mb_cholesky(l, MB_N_U))
@@ -347,31 +366,75 @@ $constrained    return 0;
 }
 """.replace("$signature", _SIGNATURE))
 
-_CONSTRAINED = Template("""\
-    {   /* Schur complement over the enabled rows: Y = M^-1 A^T (stored transposed), S = A Y,
-         * lam = S^-1 (A M^-1 F + c), u' = M^-1 F - Y lam. */
+_CONSTRAINED = """\
+    {   /* lam = S^-1 (A M^-1 F + c) over the enabled rows, u' = M^-1 F - M^-1 A^T lam. */
         const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
-        double y[$len_cu], s[$len_cc];
-        for (int i = 0; i < MB_N_CONSTRAINTS; ++i) {
-            memcpy(y + i * MB_N_U, a + i * MB_N_U, sizeof(double) * MB_N_U);
-            mb_cholesky_solve(l, MB_N_U, y + i * MB_N_U);
-            lam[i] = mb_enabled(enabled, i)
-                ? mb_dot(a + i * MB_N_U, udot, MB_N_U) + out[MB_OFFSET_ACCELERATION_BIAS + i]
-                : 0.0;
-        }
-        for (int i = 0; i < MB_N_CONSTRAINTS; ++i)  /* disabled rows: unit row and column */
-            for (int j = 0; j <= i; ++j)
-                s[i * MB_N_CONSTRAINTS + j] = mb_enabled(enabled, i) && mb_enabled(enabled, j)
-                    ? mb_dot(a + i * MB_N_U, y + j * MB_N_U, MB_N_U) : (double)(i == j);
-        if (mb_cholesky(s, MB_N_CONSTRAINTS))
+        for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
+            lam[i] = mb_dot(a + i * MB_N_U, udot, MB_N_U) + out[MB_OFFSET_ACCELERATION_BIAS + i];
+        if (mb_schur_correction(l, a, lam, udot, enabled))
             return 2;
-        mb_cholesky_solve(s, MB_N_CONSTRAINTS, lam);
-        for (int i = 0; i < MB_N_CONSTRAINTS; ++i)  /* skip disabled rows: 0 * inf is NaN */
-            if (mb_enabled(enabled, i))
-                for (int k = 0; k < MB_N_U; ++k)
-                    udot[k] -= lam[i] * y[i * MB_N_U + k];
     }
+"""
+
+_SPRING_CHECK = """\
+    for (int i = 0; i < MB_N_SPRINGS; ++i)  /* the direction of a zero-length spring is undefined */
+        if (!(out[MB_OFFSET_SPRING_LENGTHS + i] > MB_SPRING_MIN_LENGTH))
+            return 5;
+"""
+
+_SCHUR = Template("""\
+/* With l = chol(M) and the rows a_i of A (row-major, MB_N_CONSTRAINTS x MB_N_U): x := S^-1 x for
+ * S = A M^-1 A^T over the enabled rows (a disabled row gets a unit row and column in S and
+ * x_i = 0), then v -= M^-1 A^T x over the enabled rows (skipped, not multiplied by zero: a
+ * disabled row may hold inf, and 0 * inf is NaN).  Returns 0, or 1 if the enabled part of S is
+ * not positive definite. */
+static int mb_schur_correction(const double *l, const double *a, double *x, double *v,
+                               const double *enabled)
+{
+    double y[$len_cu], s[$len_cc];
+    for (int i = 0; i < MB_N_CONSTRAINTS; ++i) {  /* y_i = M^-1 a_i */
+        memcpy(y + i * MB_N_U, a + i * MB_N_U, sizeof(double) * MB_N_U);
+        mb_cholesky_solve(l, MB_N_U, y + i * MB_N_U);
+        if (!mb_enabled(enabled, i))
+            x[i] = 0.0;
+    }
+    for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
+        for (int j = 0; j <= i; ++j)
+            s[i * MB_N_CONSTRAINTS + j] = mb_enabled(enabled, i) && mb_enabled(enabled, j)
+                ? mb_dot(a + i * MB_N_U, y + j * MB_N_U, MB_N_U) : (double)(i == j);
+    if (mb_cholesky(s, MB_N_CONSTRAINTS))
+        return 1;
+    mb_cholesky_solve(s, MB_N_CONSTRAINTS, x);
+    for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
+        if (mb_enabled(enabled, i))
+            for (int k = 0; k < MB_N_U; ++k)
+                v[k] -= x[i] * y[i * MB_N_U + k];
+    return 0;
+}
 """)
+
+_FORCE_LAW = """\
+/* User force laws of spring-dampers call back into the host: law(index, t, deltaL, deltaL_t,
+ * stiffness, damping, force, active) -> scalar force.  Not called (zero force) when active is 0;
+ * NaN while no callback is set, so the integrator stops with a non-finite state. */
+typedef double (*mb_force_law_t)(int, double, double, double, double, double, double, double);
+static mb_force_law_t mb_force_law_callback = NULL;
+
+void mb_set_force_law(mb_force_law_t law)
+{
+    mb_force_law_callback = law;
+}
+
+static double mb_force_law(int spring, double t, double deltaL, double deltaL_t, double stiffness,
+                           double damping, double force, double active)
+{
+    if (active == 0.0)
+        return 0.0;
+    if (mb_force_law_callback == NULL)
+        return NAN;
+    return mb_force_law_callback(spring, t, deltaL, deltaL_t, stiffness, damping, force, active);
+}
+"""
 
 _QUATERNIONS = Template("""\
 static const int mb_quaternion_starts[$n] = {$starts};
@@ -394,9 +457,9 @@ static int mb_normalize_quaternions(double *q)
 _COORDINATES = Template("""\
 static const int mb_dependent_coordinates[$n] = {$indices};
 
-/* Gauss-Newton onto the enabled rows of Phi(q) = 0 over the dependent coordinates, in place,
- * leaving the
- * mb_constraints blocks at the projected q in out[].  Returns 0, or 4 if J J^T is singular or
+/* Gauss-Newton onto the enabled rows of Phi(q) = 0 over the dependent coordinates, in place
+ * (unit quaternions renormalized after each correction), leaving the mb_constraints blocks at
+ * the projected q in out[].  Returns 0, or 4 if J J^T is singular or
  * max |Phi| <= MB_PROJECTION_TOLERANCE is not reached in MB_PROJECTION_ITERATIONS steps. */
 static int mb_project_coordinates(double *q, const double *u, const double *inputs,
                                   const double *params, double t, double *out,
@@ -417,26 +480,27 @@ static int mb_project_coordinates(double *q, const double *u, const double *inpu
             || mb_least_norm_correction(q, out + MB_OFFSET_PHI_JACOBIAN, MB_N_HOLONOMIC, MB_N_Q,
                                         mb_dependent_coordinates, $n, r, enabled))
             return 4;
-    }
+$renormalize    }
 }
 """)
 
-_SPEEDS = Template("""\
-static const int mb_dependent_speeds[$n] = {$indices};
-
-/* Least-norm correction of the dependent speeds onto the enabled rows of A u + b = 0, in place,
- * with A and b from
- * out[].  Returns 0, or 4 if A_S A_S^T is singular. */
+_SPEEDS = """\
+/* Mass-weighted projection of the speeds onto the enabled rows of A u + b = 0, in place, with M,
+ * A and b from out[]: the impulse du = -M^-1 A^T (A M^-1 A^T)^-1 (A u + b), the velocity change
+ * of least kinetic energy (so an engaging constraint is an inelastic impact that keeps the
+ * momentum it does not act on).  Returns 0, or 4 if M or A M^-1 A^T is not positive definite. */
 static int mb_project_speeds(double *u, const double *out, const double *enabled)
 {
     const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
-    double r[MB_N_CONSTRAINTS];
+    double l[MB_N_U * MB_N_U], r[MB_N_CONSTRAINTS];
+    memcpy(l, out + MB_OFFSET_MASS_MATRIX, sizeof(double) * MB_N_U * MB_N_U);
+    if (mb_cholesky(l, MB_N_U))
+        return 4;
     for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
         r[i] = mb_dot(a + i * MB_N_U, u, MB_N_U) + out[MB_OFFSET_CONSTRAINT_BIAS + i];
-    return mb_least_norm_correction(u, a, MB_N_CONSTRAINTS, MB_N_U, mb_dependent_speeds, $n, r,
-                                    enabled);
+    return mb_schur_correction(l, a, r, u, enabled) ? 4 : 0;
 }
-""")
+"""
 
 _PROJECT = Template("""\
 $helpers

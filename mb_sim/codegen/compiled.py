@@ -16,6 +16,8 @@ from mb_sim.symbolic.equations import EquationsOfMotion
 __all__ = ["CompiledModel"]
 
 _P, _D, _I = ctypes.c_void_p, ctypes.c_double, ctypes.c_int
+#: The C type of the force-law callback (see mb_sim.codegen.c_source).
+_FORCE_LAW = ctypes.CFUNCTYPE(_D, _I, _D, _D, _D, _D, _D, _D, _D)
 
 
 class CompiledModel(NumericModel):
@@ -52,25 +54,37 @@ class CompiledModel(NumericModel):
         self._mb_forward_dynamics = library.mb_forward_dynamics_packed
         self._mb_project = library.mb_project_packed
         self._mb_rk4 = library.mb_rk4_packed
+        # User force laws: the library holds one callback, shared by every model loaded from it,
+        # so it is set again before each call.
+        self._law_callback = _FORCE_LAW(self._call_force_law) if self.force_laws else None
+        self._set_law = library.mb_set_force_law if self.force_laws else None
+
+    def _install_force_law(self) -> None:
+        if self._set_law is not None:
+            self._set_law(self._law_callback)
 
     def evaluate_into(self, t: float = 0.0) -> None:
         self._time[0] = t
+        self._install_force_law()
         self._mb_evaluate(self._packed)
 
     def forward_dynamics_into(self, t: float = 0.0) -> None:
         self._time[0] = t
+        self._install_force_law()
         status = self._mb_forward_dynamics(self._packed)
         if status:
             raise FactorizationError(self.name, status, t)
 
     def project_into(self, t: float = 0.0) -> None:
         self._time[0] = t
+        self._install_force_law()
         status = self._mb_project(self._packed)
         if status:
             raise FactorizationError(self.name, status, t)
 
     def rk4_into(self, dt: float, n_steps: int, t: float = 0.0) -> float:
         self._time[0] = t
+        self._install_force_law()
         status = self._mb_rk4(self._packed, _D(dt), _I(n_steps))
         if status:
             raise FactorizationError(self.name, status, float(self._time[0]))

@@ -1,16 +1,19 @@
 """Errors raised by the code-generation stage."""
 from __future__ import annotations
 
-__all__ = ["CodegenError", "FactorizationError", "FACTORIZATION_FAILURES"]
+__all__ = ["CodegenError", "FactorizationError", "FACTORIZATION_FAILURES", "SPRING_MIN_LENGTH"]
 
-# Nonzero status codes of mb_forward_dynamics (1, 2), mb_project (4) and mb_rk4 (any); the NumPy
+# Nonzero status codes of mb_forward_dynamics (1, 2, 5), mb_project (4) and mb_rk4 (any); the NumPy
 # backend uses the same codes.
 FACTORIZATION_FAILURES = {
     1: "the mass matrix is not positive definite",
     2: "the constraints are singular here (A M^-1 A^T not positive definite)",
     3: "the state is not finite (NaN or inf)",
     4: "projection onto the constraints failed",
+    5: "a spring-damper's length reached zero (its direction is undefined)",
 }
+#: A spring-damper shorter than this [m] stops the dynamics with status 5.
+SPRING_MIN_LENGTH = 1e-9
 
 
 class CodegenError(RuntimeError):
@@ -23,7 +26,7 @@ class FactorizationError(ArithmeticError):
     One exception type for every status code, so callers catch one thing and branch on ``code``
     if they need to (keys of ``FACTORIZATION_FAILURES``: 1, 2 a factorization in the forward
     dynamics, 3 a non-finite state after an integration step, 4 projection onto the
-    constraints).  ``t`` is the time of the failing call, or for integration the start of the
+    constraints, 5 a spring-damper of zero length).  ``t`` is the time of the failing call, or for integration the start of the
     failing step.
     """
 

@@ -11,14 +11,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from mb_sim.codegen.errors import CodegenError
-from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
+from mb_sim.symbolic.equations import OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion
 
 __all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS", "PROJECTION_OUTPUTS"]
 
 DYNAMICS_OUTPUTS = (
     "mass_matrix", "forcing", "qdot", "constraint_matrix", "constraint_bias", "acceleration_bias",
+    "spring_lengths",
 )
-PROJECTION_OUTPUTS = ("phi", "phi_jacobian", "constraint_matrix", "constraint_bias")
+# The mass matrix is here for the mass-weighted velocity projection.
+PROJECTION_OUTPUTS = ("phi", "phi_jacobian", "mass_matrix", "constraint_matrix", "constraint_bias")
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,12 @@ class OutputLayout:
 
 def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]]:
     """Documented shape of each output (None: any number of rows)."""
-    n_q, n_u, n_c, n_h = eom.n_q, eom.n_u, eom.n_constraints, eom.n_holonomic
+    n_q, n_u, n_c, n_h, n_s = eom.n_q, eom.n_u, eom.n_constraints, eom.n_holonomic, len(eom.spring_names)
     return {
         "mass_matrix": (n_u, n_u), "forcing": (n_u, 1), "qdot": (n_q, 1), "phi": (None, 1),
         "phi_jacobian": (n_h, n_q),
         "constraint_matrix": (n_c, n_u), "constraint_bias": (n_c, 1),
         "acceleration_bias": (n_c, 1), "link_poses": (None, 12), "kinetic_energy": (1, 1),
-        "potential_energy": (1, 1),
+        "potential_energy": (1, 1), "constraint_wrenches": (n_c, 6),
+        "spring_states": (n_s, SPRING_STATE_COLUMNS), "spring_lengths": (n_s, 1),
     }

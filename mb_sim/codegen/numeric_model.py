@@ -7,7 +7,9 @@ copies.  Models are not thread-safe: every call shares the model's buffers.
 """
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +19,10 @@ from mb_sim.codegen.layout import OutputLayout
 from mb_sim.codegen.projection import Projection
 from mb_sim.symbolic.equations import EquationsOfMotion
 
-__all__ = ["Buffers", "NumericModel"]
+__all__ = ["Buffers", "ForceLawCallback", "NumericModel"]
+
+#: f(index, t, deltaL, deltaL_t, stiffness, damping, force) -> scalar force of user-law spring `index`.
+ForceLawCallback = Callable[[int, float, float, float, float, float, float], float]
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,9 +57,14 @@ class NumericModel(ABC):
         As in the equations of motion.
     n_q, n_u, n_inputs, n_params, n_constraints
         Dimensions.
-    constraint_names, redundant_constraints
+    constraint_names, redundant_constraints, constraint_labels
         Per constraint row, the name of the constraint it belongs to; the names that had rows
-        dropped as redundant (see the equations of motion).
+        dropped as redundant (see the equations of motion); per row, what it says.
+    spring_names, force_laws
+        The spring-dampers (rows of the spring outputs); per user-law spring, ``(spring, law)``.
+    force_law_error
+        ``(index, exception)`` of the last failed force-law call (the call then returned NaN, so
+        the integrator stops with a non-finite state), or None.
     projection
         What projection onto the constraints corrects (quaternion blocks, dependent
         coordinates and speeds).
@@ -76,6 +86,10 @@ class NumericModel(ABC):
         self.n_inputs, self.n_params = len(eom.inputs), len(eom.parameters)
         self.constraint_names = list(eom.constraint_names) or [f"constraint_{i}" for i in range(self.n_constraints)]
         self.redundant_constraints = list(eom.redundant_constraints)
+        self.constraint_labels = list(eom.constraint_labels) or list(self.constraint_names)
+        self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
+        self._force_law: ForceLawCallback | None = None
+        self.force_law_error: tuple[int, Exception] | None = None
         if len(self.constraint_names) != self.n_constraints:
             raise CodegenError(f"model {eom.name!r}: {len(self.constraint_names)} constraint names "
                                f"for {self.n_constraints} constraint rows")
@@ -89,6 +103,28 @@ class NumericModel(ABC):
         self.buffers = Buffers(**{name: np.zeros(n) for name, n in sizes.items()})
         self.buffers.params[:] = self.parameter_values
         self.buffers.enabled[:] = 1.0
+
+    def set_force_law(self, law: ForceLawCallback | None) -> None:
+        """The function evaluating the user force laws (see :data:`ForceLawCallback`); without
+        one a user-law spring's force is NaN."""
+        self._force_law = law
+        self.force_law_error = None
+
+    def _call_force_law(self, index: int, t: float, delta: float, rate: float, stiffness: float, damping: float,
+                        force: float, active: float) -> float:
+        """The callback the generated code calls: never raises (C cannot take an exception)."""
+        if active == 0.0:
+            return 0.0
+        if self._force_law is None:
+            return math.nan
+        try:
+            value = float(self._force_law(int(index), t, delta, rate, stiffness, damping, force))
+        except Exception as err:  # noqa: BLE001 (anything a user's law raises)
+            self.force_law_error = (int(index), err)
+            return math.nan
+        if not math.isfinite(value):
+            self.force_law_error = (int(index), ValueError(f"returned {value}"))
+        return value
 
     def evaluate(self, q, u, inputs, params=None, t: float = 0.0) -> dict[str, np.ndarray]:
         """All outputs at the given state, shaped as in the equations of motion."""

@@ -6,7 +6,7 @@ from typing import Callable
 import numpy as np
 from sympy import lambdify
 
-from mb_sim.codegen.errors import FactorizationError
+from mb_sim.codegen.errors import SPRING_MIN_LENGTH, FactorizationError
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS
 from mb_sim.codegen.numeric_model import NumericModel
 from mb_sim.codegen.progress import Progress, report
@@ -29,10 +29,11 @@ class NumpyModel(NumericModel):
     def __init__(self, eom: EquationsOfMotion, progress: Progress = None):
         super().__init__(eom)
         report(progress, f"generating NumPy code for {eom.name}...")
-        self._evaluate = _lambdify(straight_line_program(eom, OUTPUT_NAMES, progress))
-        self._dynamics = _lambdify(straight_line_program(eom, DYNAMICS_OUTPUTS, progress))
+        namespace = {"SpringForceLaw": self._call_force_law}
+        self._evaluate = _lambdify(straight_line_program(eom, OUTPUT_NAMES, progress), namespace)
+        self._dynamics = _lambdify(straight_line_program(eom, DYNAMICS_OUTPUTS, progress), namespace)
         self._dynamics_index = self.layout.indices(DYNAMICS_OUTPUTS)
-        self._constraints = _lambdify(straight_line_program(eom, PROJECTION_OUTPUTS, progress))
+        self._constraints = _lambdify(straight_line_program(eom, PROJECTION_OUTPUTS, progress), namespace)
         self._constraints_index = self.layout.indices(PROJECTION_OUTPUTS)
         self._constraints_out = np.zeros(self.layout.size)
 
@@ -103,7 +104,7 @@ class NumpyModel(NumericModel):
 
         def constraints(coordinates: np.ndarray) -> tuple[np.ndarray, ...]:
             out[self._constraints_index] = self._constraints(coordinates, u, b.inputs, b.params, t)
-            return (view(out, "phi")[:, 0], view(out, "phi_jacobian"),
+            return (view(out, "phi")[:, 0], view(out, "phi_jacobian"), view(out, "mass_matrix"),
                     view(out, "constraint_matrix"), view(out, "constraint_bias")[:, 0])
 
         return project_state(self.projection, q, u, constraints, b.enabled)
@@ -113,6 +114,8 @@ class NumpyModel(NumericModel):
         """q', u' into `qdot`, `udot`, the multipliers into `lam`; 0, or the C failure code."""
         b, view = self.buffers, self.layout.view
         b.out[self._dynamics_index] = self._dynamics(q, u, b.inputs, b.params, t)
+        if not np.all(view(b.out, "spring_lengths") > SPRING_MIN_LENGTH):
+            return 5
         qdot[:] = view(b.out, "qdot")[:, 0]
         m, a = view(b.out, "mass_matrix"), view(b.out, "constraint_matrix")
         try:
@@ -133,9 +136,10 @@ class NumpyModel(NumericModel):
         return 0
 
 
-def _lambdify(program: StraightLineProgram) -> Callable:
-    """``f(q, u, inputs, params, t) -> list`` of `program`'s output elements, in NumPy."""
+def _lambdify(program: StraightLineProgram, namespace: dict) -> Callable:
+    """``f(q, u, inputs, params, t) -> list`` of `program`'s output elements, in NumPy;
+    `namespace` supplies functions NumPy lacks (the user force laws)."""
     a = program.arguments
     return lambdify([a["q"], a["u"], a["inputs"], a["params"], a["t"][0]], program.outputs,
-                    modules="numpy", cse=lambda _: (program.assignments, program.outputs),
+                    modules=[namespace, "numpy"], cse=lambda _: (program.assignments, program.outputs),
                     docstring_limit=0)

@@ -30,7 +30,7 @@ __all__ = ["load_numeric_model"]
 # The index lists of EquationsOfMotion the header carries.
 _INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "quaternion_starts")
 # ... and its name lists.
-_NAME_LISTS = ("constraint_names", "redundant_constraints")
+_NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names")
 
 
 def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.PathLike | None = None,
@@ -62,6 +62,7 @@ def _header(eom: EquationsOfMotion) -> dict:
         "shapes": {name: list(matrix.shape) for name, matrix in eom.outputs.items()},
         **{key: [int(i) for i in getattr(eom, key)] for key in _INDEX_LISTS},
         **{key: [str(n) for n in getattr(eom, key)] for key in _NAME_LISTS},
+        "force_laws": [[str(spring), str(law)] for spring, law in eom.force_laws],
     }
 
 
@@ -86,6 +87,7 @@ def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress)
             outputs={name: Matrix.zeros(*shape) for name, shape in header["shapes"].items()},
             link_names=header["link_names"],
             **{key: header[key] for key in _INDEX_LISTS + _NAME_LISTS},
+            force_laws=[(str(spring), str(law)) for spring, law in header["force_laws"]],
         )
         model = CompiledModel(eom, directory, progress, source=source)
     except (OSError, ValueError, KeyError, TypeError, CodegenError):

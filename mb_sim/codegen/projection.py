@@ -8,8 +8,17 @@ constraints ``Phi(q) = 0`` and velocity constraints ``A u + b = 0`` stop holding
 2. if there are holonomic constraints, moves the dependent coordinates ``S`` onto ``Phi = 0`` by
    Gauss-Newton: until ``max |Phi| <= PROJECTION_TOLERANCE`` (at most ``PROJECTION_ITERATIONS``
    corrections), ``J = dPhi/dq[:, S]``, solve ``(J J^T) y = Phi`` by Cholesky, ``q_S -= J^T y``;
-3. if there are velocity constraints, removes from the dependent speeds ``S_u`` the least-norm
-   correction: ``r = A u + b``, ``u_S -= A_S^T (A_S A_S^T)^-1 r``, with A, b at the projected q.
+3. if there are velocity constraints, applies the mass-weighted impulse to all speeds:
+   ``r = A u + b``, ``u -= M^-1 A^T (A M^-1 A^T)^-1 r``, with M, A, b at the projected q.  Of all
+   corrections onto ``A u + b = 0`` it changes the kinetic energy least, and the momentum the
+   constraints do not act on not at all: projecting after a step removes only the drift, and
+   enabling a constraint is an inelastic engagement (two bodies being joined keep their total
+   momentum).  (Before, the correction was the least-norm one on the dependent speeds; that
+   conserves nothing in particular.)
+
+Each quaternion is renormalized again after every Gauss-Newton correction.  The dependent speeds
+are not used here: they are what the constraint kinematics solver (``mb_sim.sim``) solves for
+when a user sets a state.
 
 Only the enabled constraint rows take part (``enabled``, one flag per velocity constraint row;
 the first ``n_h`` also flag the rows of Phi): a disabled row is as if it had not been derived.
@@ -32,8 +41,8 @@ __all__ = ["PROJECTION_ITERATIONS", "PROJECTION_TOLERANCE", "Projection", "proje
 PROJECTION_TOLERANCE = 1e-12
 PROJECTION_ITERATIONS = 20
 
-# Phi (n_h), dPhi/dq (n_h x n_q), A (n_c x n_u) and b (n_c) at the coordinates q.
-ConstraintFunction = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+# Phi (n_h), dPhi/dq (n_h x n_q), M (n_u x n_u), A (n_c x n_u) and b (n_c) at the coordinates q.
+ConstraintFunction = Callable[[np.ndarray], tuple[np.ndarray, ...]]
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,8 @@ class Projection:
         holonomic constraints.
     speeds
         The dependent speeds (every speed if the model names none); empty without velocity
-        constraints.
+        constraints.  Projection corrects every speed; these are the ones the constraint
+        kinematics solver solves for.
     """
 
     quaternion_starts: tuple[int, ...]
@@ -113,24 +123,31 @@ def project_state(
     `enabled` holds one flag per velocity constraint row (None: all enabled).  Returns 0, or 4 on
     failure, when `q` and `u` may be partly corrected.
     """
-    for start in projection.quaternion_starts:
-        block = q[start:start + 4]
-        norm = np.sqrt(block @ block)
-        if not (np.isfinite(norm) and norm > 0.0):
-            return 4
-        block /= norm
+    if not _normalize_quaternions(projection.quaternion_starts, q):
+        return 4
     if not (projection.coordinates or projection.speeds):
         return 0
     try:
-        outputs = _project_coordinates(projection.coordinates, q, constraints, enabled)
+        outputs = _project_coordinates(projection, q, constraints, enabled)
         if outputs is None:
             return 4
         if projection.speeds:
-            rows = _enabled_rows(enabled, outputs[2].shape[0])
-            _project_speeds(projection.speeds, u, outputs[2][rows], outputs[3][rows])
+            rows = _enabled_rows(enabled, outputs[3].shape[0])
+            _project_speeds(u, outputs[2], outputs[3][rows], outputs[4][rows])
     except np.linalg.LinAlgError:
         return 4
     return 0
+
+
+def _normalize_quaternions(starts: tuple[int, ...], q: np.ndarray) -> bool:
+    """Each quaternion block of `q` scaled to unit norm, in place; False at a zero or non-finite one."""
+    for start in starts:
+        block = q[start:start + 4]
+        norm = np.sqrt(block @ block)
+        if not (np.isfinite(norm) and norm > 0.0):
+            return False
+        block /= norm
+    return True
 
 
 def _enabled_rows(enabled: np.ndarray | None, n: int) -> np.ndarray:
@@ -139,15 +156,15 @@ def _enabled_rows(enabled: np.ndarray | None, n: int) -> np.ndarray:
 
 
 def _project_coordinates(
-    coordinates: tuple[int, ...], q: np.ndarray, constraints: ConstraintFunction,
-    enabled: np.ndarray | None,
+    projection: Projection, q: np.ndarray, constraints: ConstraintFunction, enabled: np.ndarray | None,
 ) -> tuple[np.ndarray, ...] | None:
-    """Gauss-Newton onto the enabled rows of ``Phi(q) = 0`` over `coordinates`, in place.
+    """Gauss-Newton onto the enabled rows of ``Phi(q) = 0`` over the dependent coordinates, in
+    place, renormalizing quaternions after each correction.
 
     Returns the constraint outputs at the projected q (the last evaluation, which also serves the
     speed projection), or None if the tolerance is not reached.
     """
-    selected = list(coordinates)
+    selected = list(projection.coordinates)
     for iteration in range(PROJECTION_ITERATIONS + 1):
         outputs = constraints(q)
         rows = _enabled_rows(enabled, outputs[0].shape[0])
@@ -156,17 +173,17 @@ def _project_coordinates(
             return outputs
         if iteration < PROJECTION_ITERATIONS:
             q[selected] -= jacobian.T @ _solve_positive_definite(jacobian @ jacobian.T, phi)
+            if not _normalize_quaternions(projection.quaternion_starts, q):
+                return None
     return None
 
 
-def _project_speeds(speeds: tuple[int, ...], u: np.ndarray, matrix: np.ndarray,
-                    bias: np.ndarray) -> None:
-    """Least-norm correction of `speeds` onto ``A u + b = 0``, in place."""
-    selected = list(speeds)
+def _project_speeds(u: np.ndarray, mass: np.ndarray, matrix: np.ndarray, bias: np.ndarray) -> None:
+    """The mass-weighted impulse onto ``A u + b = 0`` (enabled rows given), in place."""
     if matrix.shape[0] == 0:
         return
-    a = matrix[:, selected]
-    u[selected] -= a.T @ _solve_positive_definite(a @ a.T, matrix @ u + bias)
+    y = _solve_positive_definite(mass, matrix.T)  # M^-1 A^T
+    u -= y @ _solve_positive_definite(matrix @ y, matrix @ u + bias)
 
 
 def _solve_positive_definite(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
