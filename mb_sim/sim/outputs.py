@@ -5,7 +5,53 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SimulationOutputs", "Trajectory"]
+__all__ = ["ConstraintErrors", "ConstraintReaction", "SimulationOutputs", "SpringState", "Trajectory"]
+
+
+@dataclass(frozen=True)
+class SpringState:
+    """A spring-damper's outputs, as Exudyn's connector outputs (world axes, SI units).
+
+    ``displacement`` is ``p1 - p0`` (marker 0 to marker 1), ``distance`` its length L,
+    ``velocity`` the relative velocity ``v1 - v0``, ``force`` the scalar force (tension
+    positive) and ``force_vector`` ``force * displacement / distance``: it acts as ``+f`` on
+    marker 0 and ``-f`` on marker 1.  ``markers`` are the two marker positions.
+    """
+
+    distance: float
+    displacement: np.ndarray
+    velocity: np.ndarray
+    force: float
+    force_vector: np.ndarray
+    markers: tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class ConstraintErrors:
+    """Karana's poseError/velError/accelError of one named constraint: the residuals of its rows
+    of Phi(q) = 0 (holonomic ones only), A u + b = 0 and A u' + c = 0 (NaN where the forward
+    dynamics failed), whether it is enforced or not."""
+
+    enabled: bool
+    position: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+
+
+@dataclass(frozen=True)
+class ConstraintReaction:
+    """What one named constraint exerts at the current state.
+
+    ``generalized_forces`` are ``-A^T lambda`` over its rows, by speed name.  For a loop joint,
+    ``force`` [N] and ``torque`` [N m] are the reaction on its child link at the child-side
+    point C (the torque about C), in the axes of the loop joint's parent-side frame J; the
+    parent gets the opposite.  Both are None for constraints between coordinates (mimic joints,
+    coordinate constraints), whose reaction is the generalized force alone.
+    """
+
+    generalized_forces: dict[str, float]
+    force: np.ndarray | None = None
+    torque: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -19,7 +65,9 @@ class SimulationOutputs:
     Phi(q) = 0, A u + b = 0 and A u' + c = 0; ``constraint_forces`` are the generalized forces
     -A^T lambda the constraints exert, by speed name (errors and forces of enforced constraints
     only).  Without dynamics (``Simulator.outputs(dynamics=False)``) ``accelerations`` and
-    ``constraint_forces`` are empty and ``acceleration_error`` is NaN.
+    ``constraint_forces`` are empty and ``acceleration_error`` is NaN.  ``springs`` holds each
+    spring-damper's state by name; ``reactions`` (with dynamics) each named constraint's
+    reaction.
     """
 
     time: float
@@ -36,6 +84,8 @@ class SimulationOutputs:
     kinetic_energy: float
     potential_energy: float
     constraint_forces: dict[str, float] = field(default_factory=dict)
+    springs: dict[str, SpringState] = field(default_factory=dict)
+    reactions: dict[str, ConstraintReaction] = field(default_factory=dict)
 
     @property
     def energy(self) -> float:

@@ -13,9 +13,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
-from mb_sim.model import JointEffort, JointLimitStop, Robot, load_urdf, symbol_name
+from mb_sim.model import JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
+from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import SimulationError
-from mb_sim.sim.outputs import SimulationOutputs, Trajectory
+from mb_sim.sim.outputs import ConstraintErrors, ConstraintReaction, SimulationOutputs, SpringState, Trajectory
 
 __all__ = ["Simulator", "INTEGRATORS", "STOP_FREQUENCY"]
 
@@ -69,6 +70,8 @@ class Simulator:
         self.effort_limits = np.array([self.robot.joints[n].joint_description.limit.effort for n in self.actuated_joints])
         self._one_dof = {j.name: (self.coordinate_names.index(symbol_name(j.q[0])), self.speed_names.index(symbol_name(j.u[0])))
                          for j in self.robot.joints.values() if len(j.q) == 1}
+        self._kinematics = ConstraintKinematics(self.model, self.model.constraint_labels)
+        self._connect_force_laws()
         self.time = 0.0
         self._set_neutral()
         self._tune_stops()
@@ -90,12 +93,42 @@ class Simulator:
         """Applied efforts of the actuated joints (after clamping), in ``actuated_joints`` order."""
         return self.model.buffers.inputs.copy()
 
+    def _connect_force_laws(self) -> None:
+        """Hand the model the registered force laws its user-law springs name."""
+        if not self.model.force_laws:
+            return
+        laws = []
+        for spring, name in self.model.force_laws:
+            try:
+                laws.append((spring, force_law(name)))
+            except KeyError as err:
+                raise ValueError(f"spring-damper {spring!r}: {err.args[0]}") from None
+
+        def evaluate(index: int, t: float, delta: float, rate: float, k: float, d: float, f: float) -> float:
+            spring, law = laws[index]
+            return law(t, spring, delta, rate, k, d, f)
+
+        self.model.set_force_law(evaluate)
+
+    @property
+    def dependent_coordinates(self) -> list[str]:
+        """Coordinates the constraints determine (solved by ``set_state``, corrected by projection)."""
+        if not self.model.layout.blocks["phi"].shape[0]:
+            return []
+        return [self.coordinate_names[k] for k in self.model.projection.coordinates]
+
+    @property
+    def independent_joints(self) -> list[str]:
+        """One-DoF joints whose position is not determined by the constraints: what to set."""
+        dependent = set(self.dependent_coordinates)
+        return [j for j, (k, _) in self._one_dof.items() if self.coordinate_names[k] not in dependent]
+
     def _set_neutral(self) -> None:
         """Zero coordinates and speeds, identity quaternions, then consistent with the constraints."""
         b = self.model.buffers
         b.q[:], b.u[:], b.inputs[:] = 0.0, 0.0, 0.0
         b.q[list(self.model.projection.quaternion_starts)] = 1.0  # scalar parts: identity rotations
-        self._project()
+        self._solve(b.q.copy(), b.u.copy(), set(), set())
 
     def reset(self) -> None:
         """Back to the initial state (the first ``set_state`` or the neutral one), time 0."""
@@ -107,25 +140,48 @@ class Simulator:
     def set_state(self, positions: Mapping[str, float] | None = None, velocities: Mapping[str, float] | None = None,
                   *, q: Sequence[float] | None = None, u: Sequence[float] | None = None,
                   time: float | None = None, as_initial: bool = True) -> None:
-        """Set coordinates and speeds, then make them consistent with the constraints.
+        """Set coordinates and speeds, then solve the others so the constraints hold.
 
-        `positions`/`velocities` name one-DoF joints or generalized coordinates/speeds; the rest
-        keep their values.  Dependent coordinates (e.g. mimic joints) are solved for; giving one
-        a value the constraints contradict is an error, not silently overridden.
+        `positions`/`velocities` name one-DoF joints or generalized coordinates/speeds; they are
+        kept exactly, the dependent coordinates and speeds are solved for (the constraint
+        kinematics solver: positions, then speeds; see
+        :mod:`~mb_sim.sim.constraint_kinematics`), the rest keep their values.  Giving a
+        dependent one (a rocker angle instead of the crank's) frees an independent one instead.
+        A request the constraints cannot meet raises ValueError with the residual and leaves the
+        state as it was; so does giving a value the constraints contradict (a mimic joint's
+        position together with its reference's).  `q`/`u` replace the whole vectors first (then
+        only quaternions are renormalized and the state projected).
         """
         b = self.model.buffers
         new_q = b.q.copy() if q is None else self._vector(q, len(b.q), "q")
         new_u = b.u.copy() if u is None else self._vector(u, len(b.u), "u")
         given_q = self._assign(new_q, positions or {}, self.coordinate_names, 0, "position")
         given_u = self._assign(new_u, velocities or {}, self.speed_names, 1, "velocity")
-        b.q[:], b.u[:] = new_q, new_u
-        self._project()
-        self._check_kept(given_q, b.q, self.coordinate_names, "position")
-        self._check_kept(given_u, b.u, self.speed_names, "velocity")
+        before = (b.q.copy(), b.u.copy())
+        try:
+            if q is not None or u is not None:
+                b.q[:], b.u[:] = new_q, new_u
+                self._project()
+            else:
+                self._solve(new_q, new_u, set(given_q), set(given_u))
+            self._check_kept(given_q, b.q, self.coordinate_names, "position")
+            self._check_kept(given_u, b.u, self.speed_names, "velocity")
+        except (ValueError, SimulationError):
+            b.q[:], b.u[:] = before
+            raise
         if time is not None:
             self.time = float(time)
         if as_initial:
             self._initial = (self.q, self.u, self.time)
+
+    def _solve(self, q: np.ndarray, u: np.ndarray, held_q: set[int], held_u: set[int]) -> None:
+        """Dependent coordinates, then speeds, solved with the held ones kept; the state is only
+        changed if both succeed."""
+        b = self.model.buffers
+        start = b.q.copy()
+        solved_q = self._kinematics.solve_positions(start, q, held_q, self.time)
+        solved_u = self._kinematics.solve_speeds(solved_q, u, held_u, self.time)
+        b.q[:], b.u[:] = solved_q, solved_u
 
     def _vector(self, values: Sequence[float], n: int, what: str) -> np.ndarray:
         array = np.asarray(values, dtype=float)
@@ -306,9 +362,23 @@ class Simulator:
         self._project()
 
     def _failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
-        """The error for failure `code` at the (restored) current state, naming a coordinate."""
+        """The error for failure `code` at the (restored) current state, naming the spring-damper
+        or force law at fault, else a coordinate."""
         message = FACTORIZATION_FAILURES.get(code, f"failure code {code}") + (f" ({detail})" if detail else "")
-        return SimulationError(message, self.time if at is None else at, self._offending_coordinate())
+        when = self.time if at is None else at
+        if self.model.force_law_error is not None:
+            index, error = self.model.force_law_error
+            self.model.force_law_error = None
+            spring, law = self.model.force_laws[index]
+            return SimulationError(f"spring-damper {spring!r}: force law {law!r} failed: "
+                                   f"{type(error).__name__}: {error}", when)
+        if code == 5:
+            lengths = self.model.evaluate(self.model.buffers.q, self.model.buffers.u, self.model.buffers.inputs,
+                                          self.model.buffers.params, self.time)["spring_lengths"][:, 0]
+            spring = self.model.spring_names[int(np.argmin(lengths))]
+            return SimulationError(f"spring-damper {spring!r}: its length reached zero (its force direction is "
+                                   f"undefined; {lengths.min():.3g} m at the start of the step)", when)
+        return SimulationError(message, when, self._offending_coordinate())
 
     def _offending_coordinate(self) -> str | None:
         """The first coordinate or speed whose value or rate is not finite at, or one Euler step
@@ -380,10 +450,63 @@ class Simulator:
             kinetic_energy=float(view(b.out, "kinetic_energy")[0, 0]),
             potential_energy=float(view(b.out, "potential_energy")[0, 0]),
         )
+        snapshot["springs"] = _spring_states(self.model.spring_names, view(b.out, "spring_states"))
         if dynamics:  # (the NumPy backend rewrites A and c in out[]: the same values, same state)
             c = view(b.out, "acceleration_bias")[:, 0]
+            wrenches = view(b.out, "constraint_wrenches").copy()
             self.model.forward_dynamics_into(self.time)
             snapshot.update(accelerations=dict(zip(self.speed_names, b.udot.tolist())),
                             acceleration_error=largest(A @ b.udot + c),
-                            constraint_forces=dict(zip(self.speed_names, (-A.T @ b.lam).tolist())))
+                            constraint_forces=dict(zip(self.speed_names, (-A.T @ b.lam).tolist())),
+                            reactions=self._reactions(A, wrenches))
         return SimulationOutputs(**snapshot)
+
+    def _reactions(self, matrix: np.ndarray, wrenches: np.ndarray) -> dict[str, ConstraintReaction]:
+        """Each named constraint's reaction from the multipliers in the buffers."""
+        lam, out = self.model.buffers.lam, {}
+        for name in self.constraints:
+            rows = self._constraint_rows(name)
+            generalized = dict(zip(self.speed_names, (-matrix[rows].T @ lam[rows]).tolist()))
+            if name in self.robot.loop_joints:
+                wrench = -wrenches[rows].T @ lam[rows]
+                out[name] = ConstraintReaction(generalized, wrench[:3], wrench[3:])
+            else:
+                out[name] = ConstraintReaction(generalized)
+        return out
+
+    def constraint_reactions(self) -> dict[str, ConstraintReaction]:
+        """Each named constraint's reaction at the current state (see :class:`ConstraintReaction`)."""
+        return self.outputs().reactions
+
+    def constraint_errors(self) -> dict[str, ConstraintErrors]:
+        """Position, velocity and acceleration residuals of each named constraint (Karana's
+        poseError, velError, accelError), enabled or not."""
+        b, view = self.model.buffers, self.model.layout.view
+        self.model.evaluate_into(self.time)
+        phi = view(b.out, "phi")[:, 0].copy()
+        matrix, bias = view(b.out, "constraint_matrix").copy(), view(b.out, "constraint_bias")[:, 0].copy()
+        c = view(b.out, "acceleration_bias")[:, 0].copy()
+        try:
+            self.model.forward_dynamics_into(self.time)
+            acceleration = matrix @ b.udot + c
+        except FactorizationError:
+            acceleration = np.full(len(c), np.nan)
+        velocity = matrix @ b.u + bias
+        out = {}
+        for name in self.constraints:
+            rows = self._constraint_rows(name)
+            out[name] = ConstraintErrors(self.constraint_enabled(name), phi[rows[rows < len(phi)]],
+                                         velocity[rows], acceleration[rows])
+        return out
+
+
+def _spring_states(names: list[str], rows: np.ndarray) -> dict[str, SpringState]:
+    """Spring outputs by name from the rows of the spring_states block (see SPRING_STATE)."""
+    states = {}
+    for name, row in zip(names, rows):
+        p0, p1, dv, length, _rate, force = row[0:3], row[3:6], row[6:9], row[9], row[10], row[11]
+        displacement = p1 - p0
+        states[name] = SpringState(float(length), displacement, dv.copy(), float(force),
+                                   force * displacement / length if length > 0 else np.full(3, np.nan),
+                                   (p0.copy(), p1.copy()))
+    return states
