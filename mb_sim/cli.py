@@ -120,15 +120,18 @@ def _info(args: argparse.Namespace) -> int:
     # The constraint analysis alone (no Kane's equations): what it keeps, drops and names.
     plain = PlainSymbols(list(system.q), list(system.u), joint_efforts(robot), list(system.kdes))
     constraints = derive_constraints(robot, plain)
-    kept, n_u = len(constraints.names), len(system.u)
-    total = len(system.holonomic_constraints) + len(system.nonholonomic_constraints)
-    print(f"\nConstraints: {kept} of {total} kept")
+    analysis = constraints.analysis
+    print(f"\nConstraints: {analysis.kept} of {analysis.conditions} kept")
     for line in constraints.report:
         print(f"  {line}")
     for name, service in constraint_service_names(list(dict.fromkeys(constraints.names))).items():
         rows = constraints.names.count(name)
         print(f"  {name}: {rows} equation{'s' if rows > 1 else ''}; switch with --disable {name} or {service}")
-    print(f"Degrees of freedom: {n_u - kept} ({n_u} speeds - {kept} independent constraints)")
+    print(f"Degrees of freedom: {analysis.closed_loop_dof} ({analysis.open_loop_dof} speeds of the open tree - "
+          f"{analysis.kept} independent constraints)")
+    if constraints.dependent_coordinates:
+        names = [symbol_name(system.q[k]) for k in constraints.dependent_coordinates]
+        print(f"Dependent coordinates (solved from the others): {', '.join(names)}")
     return 0
 
 

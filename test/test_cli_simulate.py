@@ -190,7 +190,8 @@ def test_info_lists_dropped_constraints(repo, monkeypatch, capsys):
             "  constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others; dropped\n"
             "  constraint 2 (RevoluteJoint 'finger_joint') is already satisfied (zero row); dropped\n"
             "  finger_joint: 1 equation; switch with --disable finger_joint or ~/constraints/finger_joint/enable\n"
-            "Degrees of freedom: 6 (7 speeds - 1 independent constraints)\n") in text
+            "Degrees of freedom: 6 (7 speeds of the open tree - 1 independent constraints)\n"
+            "Dependent coordinates (solved from the others): finger_joint_q\n") in text
 
 
 def test_derive_compiles_into_the_cache(mb_sim, cache_dir):
