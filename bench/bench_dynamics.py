@@ -1,5 +1,8 @@
 """Benchmark: derivation + code generation + compilation, warm loads, forward dynamics per call
-against Pinocchio's ``aba`` (measured here, in the same run), and RK4 steps inside C.
+against Pinocchio's ``aba`` (measured here, in the same run), and RK4 steps inside C; then the
+closed-loop and spring mechanisms (no peer here: Pinocchio's aba has no loops): cold and warm
+loads, the RK4 step at 1 ms, the constraint error and energy drift over 10 s, and what a
+user force law's call back into Python costs per step.
 
 Run: ``.venv/bin/python bench/bench_dynamics.py [--quick]`` (``make bench``).  Prints one row per
 robot; nothing is asserted (machines are noisy): compare against the targets printed below.
@@ -26,7 +29,13 @@ from pinocchio_reference import (  # noqa: E402
 )
 
 TARGETS = """targets: arm6 cold <= 10 s, warm <= 0.3 s, fd ratio <= 1.0, RK4 step <= 8 us;
-         Solo12 and 12-link chain: cold <= 120 s, fd ratio <= 2.0"""
+         Solo12 and 12-link chain: cold <= 120 s, fd ratio <= 2.0;
+         four_bar and slider_crank: cold <= 10 s"""
+#: Mechanisms with loop joints or springs, from urdf/ and test/urdf/: initial joint speeds, and
+#: whether the motion keeps its energy (no damping, no joint stops reached).
+MECHANISMS = (("urdf/four_bar.urdf", {}, True), ("urdf/slider_crank.urdf", {"crank_joint": 3.0}, True),
+              ("urdf/parallel_gripper.urdf", {}, False), ("urdf/spring_mass.urdf", {}, False),
+              ("test/urdf/loop_umbrella.urdf", {}, True))
 
 
 def chain_urdf(n: int) -> str:
@@ -94,6 +103,62 @@ def measure(name: str, xml: str) -> dict:
             "rk4": rk4_step}
 
 
+def measure_mechanism(path: str, speeds: dict[str, float], conservative: bool) -> dict:
+    """Cold/warm load, RK4 step at 1 ms, and 10 s of motion from the zero configuration with
+    `speeds` (gravity, no input); the energy drift where the motion is `conservative`."""
+    from mb_sim.sim import Simulator
+
+    xml = (REPO / path).read_text()
+    with tempfile.TemporaryDirectory() as cache:
+        start = time.perf_counter()
+        sim = Simulator(load_urdf(xml), cache_dir=cache)
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        Simulator(load_urdf(xml), cache_dir=cache)
+        warm = time.perf_counter() - start
+    sim.set_state(velocities=speeds)
+    energy, kinetic, worst = sim.outputs().energy, 0.0, 0.0
+    start = time.perf_counter()
+    for _ in range(100):
+        sim.advance(0.1)
+        out = sim.outputs()
+        kinetic, worst = max(kinetic, out.kinetic_energy), max(worst, out.position_error, out.velocity_error)
+    wall = time.perf_counter() - start
+    sim.reset()
+    step = best_time(lambda: sim.advance(1.0), 3) / 1000
+    return {"name": Path(path).stem, "dof": sim.model.n_u - sim.model.n_constraints, "cold": cold, "warm": warm,
+            "rk4": step, "error": worst, "factor": 10.0 / wall,
+            "drift": f"{abs(out.energy - energy) / kinetic:9.1e}" if conservative else "   dissip."}
+
+
+def force_law_cost() -> tuple[float, float]:
+    """RK4 step [s] of spring_mass with the linear law and with the same law registered in Python."""
+    from mb_sim.model import register_force_law
+    from mb_sim.sim import Simulator
+
+    register_force_law("bench_linear", lambda t, name, u, v, k, d, f: k * u + d * v + f)
+    xml = (REPO / "urdf" / "spring_mass.urdf").read_text()
+    times = []
+    for text in (xml, xml.replace('reference_length="1"', 'reference_length="1" law="bench_linear"')):
+        sim = Simulator(load_urdf(text))
+        times.append(best_time(lambda: sim.advance(1.0), 3) / 1000)
+    return times[0], times[1]
+
+
+def mechanisms() -> None:
+    print("\nclosed loops and springs (RK4 at 1 ms; error: largest constraint residual over 10 s; drift: energy "
+          "change / largest kinetic energy, where nothing dissipates)")
+    print(f"{'mechanism':16s} {'dof':>4s} {'cold [s]':>9s} {'warm [s]':>9s} {'RK4 step [us]':>14s} "
+          f"{'error':>9s} {'drift':>9s} {'x real time':>12s}")
+    for path, speeds, conservative in MECHANISMS:
+        r = measure_mechanism(path, speeds, conservative)
+        print(f"{r['name']:16s} {r['dof']:4d} {r['cold']:9.2f} {r['warm']:9.3f} {r['rk4'] * 1e6:14.2f} "
+              f"{r['error']:9.1e} {r['drift']} {r['factor']:12.0f}", flush=True)
+    linear, user = force_law_cost()
+    print(f"user force law: RK4 step {linear * 1e6:.2f} us with the built-in law, {user * 1e6:.2f} us with the same "
+          f"law in Python ({(user - linear) / 4 * 1e6:.2f} us per call back, 4 per step)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="arm6, Panda, Solo12 and chains of 2, 6, 12 only")
@@ -106,6 +171,7 @@ def main() -> None:
         r = measure(name, xml)
         print(f"{r['name']:10s} {r['dof']:4d} {r['cold']:9.2f} {r['warm']:9.3f} {r['fd'] * 1e6:8.2f} "
               f"{r['pin'] * 1e6:9.2f} {r['fd'] / r['pin']:6.2f} {r['rk4'] * 1e6:14.2f}", flush=True)
+    mechanisms()
 
 
 if __name__ == "__main__":

@@ -106,9 +106,7 @@ def _info(args: argparse.Namespace) -> int:
     """Print the component tree, the coordinates and speeds, the constraint analysis and the DoF."""
     from mb_sim.model import symbol_name
     from mb_sim.ros.constraint_services import constraint_service_names
-    from mb_sim.symbolic.constraints import derive_constraints
-    from mb_sim.symbolic.derive import joint_efforts
-    from mb_sim.symbolic.plain import PlainSymbols
+    from mb_sim.symbolic import analyse_constraints
 
     robot = _load_robot(args.robot)
     print(robot.describe())
@@ -118,8 +116,7 @@ def _info(args: argparse.Namespace) -> int:
         for symbol in symbols:
             print(f"  {symbol_name(symbol)}: {descriptions.get(symbol, '')}")
     # The constraint analysis alone (no Kane's equations): what it keeps, drops and names.
-    plain = PlainSymbols(list(system.q), list(system.u), joint_efforts(robot), list(system.kdes))
-    constraints = derive_constraints(robot, plain)
+    constraints = analyse_constraints(robot)
     analysis = constraints.analysis
     print(f"\nConstraints: {analysis.kept} of {analysis.conditions} kept")
     for line in constraints.report:

@@ -62,8 +62,14 @@ def _header(eom: EquationsOfMotion) -> dict:
         "shapes": {name: list(matrix.shape) for name, matrix in eom.outputs.items()},
         **{key: [int(i) for i in getattr(eom, key)] for key in _INDEX_LISTS},
         **{key: [str(n) for n in getattr(eom, key)] for key in _NAME_LISTS},
-        "force_laws": [[str(spring), str(law)] for spring, law in eom.force_laws],
     }
+
+
+def _force_laws(robot: Robot) -> list[tuple[str, str]]:
+    """(spring, law) of the robot's user-law springs: law names are not part of the topology (the
+    generated code calls back whatever law the robot at hand names), so never from the cache."""
+    springs = getattr(robot, "spring_dampers", {}).values()
+    return [(s.name, s.spring_description.law) for s in springs if s.law_index is not None]
 
 
 def _write_index(index: Path, eom: EquationsOfMotion, source: Path) -> None:
@@ -87,7 +93,7 @@ def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress)
             outputs={name: Matrix.zeros(*shape) for name, shape in header["shapes"].items()},
             link_names=header["link_names"],
             **{key: header[key] for key in _INDEX_LISTS + _NAME_LISTS},
-            force_laws=[(str(spring), str(law)) for spring, law in header["force_laws"]],
+            force_laws=_force_laws(robot),
         )
         model = CompiledModel(eom, directory, progress, source=source)
     except (OSError, ValueError, KeyError, TypeError, CodegenError):

@@ -100,7 +100,7 @@ class ConstraintKinematics:
         steps = max(1, math.ceil(change / CONTINUATION_STEP))
         start = q[held_list].copy()
         for step in range(1, steps + 1):
-            q[held_list] = start + (target[held_list] - start) * step / steps
+            q[held_list] = target[held_list] if step == steps else start + (target[held_list] - start) * step / steps
             self._newton(q, rows, held, t)
         return q
 

@@ -26,8 +26,8 @@ from sympy import Matrix, lambdify, zeros
 from mb_sim.model import FloatingJoint, Robot
 from mb_sim.symbolic.plain import PlainSymbols
 
-__all__ = ["ConstraintAnalysis", "ConstraintEquations", "ConstraintError", "derive_constraints", "GENERIC_SAMPLES",
-           "RANK_TOLERANCE"]
+__all__ = ["ConstraintAnalysis", "ConstraintEquations", "ConstraintError", "analyse_constraints", "derive_constraints",
+           "GENERIC_SAMPLES", "RANK_TOLERANCE"]
 
 GENERIC_SAMPLES = 3
 RANK_TOLERANCE = 1e-9
@@ -149,6 +149,16 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
     return ConstraintEquations(phi, jacobian, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
                                list(dict.fromkeys(owners[k].name for k in redundant)), [labels[k] for k in keep],
                                wrenches, coordinates, speeds, analysis)
+
+
+def analyse_constraints(robot: Robot) -> ConstraintEquations:
+    """The constraint analysis of `robot` alone (no Kane's equations): what is kept, dropped and
+    why, the dependent coordinates, and the degrees of freedom (``.analysis``)."""
+    from mb_sim.symbolic.derive import joint_efforts
+
+    system = robot.system
+    return derive_constraints(robot, PlainSymbols(list(system.q), list(system.u), joint_efforts(robot),
+                                                  list(system.kdes)))
 
 
 def _check_coordinate_free_rows(robot: Robot, phi: Matrix, variables: set, labels: list[str]) -> None:
