@@ -487,8 +487,8 @@ $renormalize    }
 _SPEEDS = """\
 /* Mass-weighted projection of the speeds onto the enabled rows of A u + b = 0, in place, with M,
  * A and b from out[]: the impulse du = -M^-1 A^T (A M^-1 A^T)^-1 (A u + b), the velocity change
- * of least kinetic energy (so an engaging constraint is an inelastic impact that keeps the
- * momentum it does not act on).  Returns 0, or 4 if M or A M^-1 A^T is not positive definite. */
+ * smallest in the kinetic-energy norm (so an engaging constraint is an inelastic impact that
+ * keeps the momentum it does not act on).  Returns 0, or 4 if M or A M^-1 A^T is not positive definite. */
 static int mb_project_speeds(double *u, const double *out, const double *enabled)
 {
     const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;

@@ -10,8 +10,8 @@ constraints ``Phi(q) = 0`` and velocity constraints ``A u + b = 0`` stop holding
    corrections), ``J = dPhi/dq[:, S]``, solve ``(J J^T) y = Phi`` by Cholesky, ``q_S -= J^T y``;
 3. if there are velocity constraints, applies the mass-weighted impulse to all speeds:
    ``r = A u + b``, ``u -= M^-1 A^T (A M^-1 A^T)^-1 r``, with M, A, b at the projected q.  Of all
-   corrections onto ``A u + b = 0`` it changes the kinetic energy least, and the momentum the
-   constraints do not act on not at all: projecting after a step removes only the drift, and
+   corrections onto ``A u + b = 0`` it is the smallest in the kinetic-energy norm, and it changes
+   the momentum the constraints do not act on not at all: projecting after a step removes only the drift, and
    enabling a constraint is an inelastic engagement (two bodies being joined keep their total
    momentum).  (Before, the correction was the least-norm one on the dependent speeds; that
    conserves nothing in particular.)
