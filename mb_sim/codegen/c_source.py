@@ -1,29 +1,31 @@
 """Generate one self-contained C99 source file that evaluates and integrates a model.
 
-Entry points (all ``q, u, inputs, params`` are ``const double *`` unless noted, ``t`` a double):
+Entry points (all ``q, u, z, inputs, params`` are ``const double *`` unless noted, ``t`` a
+double; ``z`` are the electrical states, motor currents, possibly none):
 
-* ``void mb_evaluate(q, u, inputs, params, t, double *out)``: every output, in the layout of
+* ``void mb_evaluate(q, u, z, inputs, params, t, double *out)``: every output, in the layout of
   :class:`~mb_sim.codegen.layout.OutputLayout` (documented in the file's header comment);
-* ``void mb_dynamics(...)``, ``void mb_constraints(...)``: only the dynamics blocks, or only the
-  blocks projection needs (Phi, dPhi/dq, M, A, b; generated only for constrained models), of
-  the same layout (each with its own CSE, so cheaper);
-* ``int mb_forward_dynamics(q, u, inputs, params, t, double *qdot, double *udot, double *lam,
-  const double *enabled)``: solves ``M u' = F`` (Cholesky) or, with constraints,
+* ``void mb_dynamics(...)``, ``void mb_constraints(...)``, ``void mb_decay(...)``: only the
+  dynamics blocks, only the blocks projection needs (Phi, dPhi/dq, M, A, b; generated only for
+  constrained models), or only the electrical states' decay rates (only where there are some),
+  of the same layout (each with its own CSE, so cheaper);
+* ``int mb_forward_dynamics(q, u, z, inputs, params, t, double *qdot, double *udot, double *zdot,
+  double *lam, const double *enabled)``: solves ``M u' = F`` (Cholesky) or, with constraints,
   ``[M A^T; A 0][u'; lam] = [F; -c]`` through the Schur complement ``A M^-1 A^T``, the
   multipliers into ``lam`` (untouched without constraints; the generalized constraint forces are
-  ``-A^T lam``); returns 0 or 1, 2, or 5 for a spring-damper shorter than
+  ``-A^T lam``), and z'; returns 0 or 1, 2, or 5 for a spring-damper shorter than
   ``MB_SPRING_MIN_LENGTH``;
 * ``int mb_project(double *q, double *u, inputs, params, t, const double *enabled)``: projects
   the state onto the constraints (unit quaternions, ``Phi(q) = 0``, ``A u + b = 0``; see
   :mod:`~mb_sim.codegen.projection`); returns 0, or 4 leaving q and u unchanged;
-* ``int mb_rk4(double *q, double *u, inputs, params, double *t, double dt, int n_steps,
-  const double *enabled)``: ``n_steps`` classic RK4 steps with inputs held, each followed by a
-  finiteness check (3) and the projection (4); on failure the state and ``*t`` are those at the
-  start of the failing step;
+* ``int mb_rk4(double *q, double *u, double *z, inputs, params, double *t, double dt,
+  int n_steps, const double *enabled)``: ``n_steps`` steps with inputs held (classic RK4 for q
+  and u, ETDRK4 for z), each followed by a finiteness check (3) and the projection (4); on
+  failure the state and ``*t`` are those at the start of the failing step;
 * ``mb_evaluate_packed``, ``mb_forward_dynamics_packed``, ``mb_project_packed`` (each
   ``(double *const *a)``) and ``mb_rk4_packed(a, dt, n_steps)``: the same with the buffers packed,
-  ``a = {q, u, inputs, params, &t, out, qdot, udot, lam, enabled}``;
-* ``mb_n_q(), mb_n_u(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
+  ``a = {q, u, inputs, params, &t, out, qdot, udot, lam, enabled, z, zdot}``;
+* ``mb_n_q(), mb_n_u(), mb_n_z(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
   ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches;
 * with user force laws, ``void mb_set_force_law(law)``: the callback evaluating
   ``law(index, t, deltaL, deltaL_t, k, d, f, active)`` (the library keeps one: set it before
@@ -56,9 +58,9 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "6"
+GENERATOR_VERSION = "7"
 
-_SIGNATURE = ("const double *q, const double *u, const double *inputs,\n"
+_SIGNATURE = ("const double *q, const double *u, const double *z, const double *inputs,\n"
               "    const double *params, double t")
 
 
@@ -66,13 +68,16 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     """The C99 source of `eom`'s model (see the module docstring for its entry points)."""
     layout = OutputLayout.from_equations(eom)
     projection = Projection.from_equations(eom)
-    n_h, len_x = eom.n_holonomic, max(eom.n_q + eom.n_u, 1)  # n_h <= n_c: checked by the layout
+    n_h, len_x = eom.n_holonomic, max(eom.n_q + eom.n_u + eom.n_z, 1)  # n_h <= n_c: checked by the layout
     report(progress, f"generating C for {eom.name}...")
     functions = [
         ("mb_evaluate", "Every output of the model into out[].", OUTPUT_NAMES),
         ("mb_dynamics", "Only the dynamics blocks (M, F, qdot, A, b, c) into out[].",
          DYNAMICS_OUTPUTS),
     ]
+    if eom.n_z:
+        functions.append(("mb_decay", "Only the electrical states' decay rates into out[].",
+                          ("electrical_decay",)))
     if eom.n_constraints:
         functions.append(("mb_constraints", "Only the blocks projection needs (Phi, dPhi/dq, M, A, "
                           "b) into out[].", PROJECTION_OUTPUTS))
@@ -84,7 +89,7 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
         _linear_algebra(eom.n_u, eom.n_constraints, n_h),
         _forward_dynamics(eom.n_u, eom.n_constraints, len(eom.spring_names)),
         _projection(projection, n_h, eom.n_constraints, len_x),
-        _INTEGRATOR.substitute(len_x=len_x, len_c=max(eom.n_constraints, 1)),
+        _integrator(eom.n_z, len_x, max(eom.n_constraints, 1)),
     ])
 
 
@@ -125,7 +130,7 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
     body += [f"    out[{k}] = {printer.doprint(e)};" for k, e in zip(indices, program.outputs)]
     return "\n".join([
         f"/* {doc} */", f"void {name}({_SIGNATURE}, double *out)", "{",
-        "    (void)q; (void)u; (void)inputs; (void)params; (void)t;", *body, "}", ""])
+        "    (void)q; (void)u; (void)z; (void)inputs; (void)params; (void)t;", *body, "}", ""])
 
 
 def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection) -> str:
@@ -136,7 +141,7 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection
     offsets = "".join(f"#define MB_OFFSET_{b.name.upper()} {b.offset}\n" for b in blocks)
     return _HEADER.substitute(
         name=repr(eom.name).replace("*/", "*\\/"), version=GENERATOR_VERSION,
-        sympy=sympy.__version__, table=table, offsets=offsets, n_q=eom.n_q, n_u=eom.n_u,
+        sympy=sympy.__version__, table=table, offsets=offsets, n_q=eom.n_q, n_u=eom.n_u, n_z=eom.n_z,
         n_inputs=len(eom.inputs), n_params=len(eom.parameters), n_c=eom.n_constraints,
         n_h=eom.n_holonomic, n_springs=len(eom.spring_names), spring_min=repr(SPRING_MIN_LENGTH),
         n_out=layout.size, n_blocks=len(blocks),
@@ -190,7 +195,7 @@ def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
         body += ["    if (mb_project_coordinates(q, u, inputs, params, t, out, enabled))",
                  "        return 4;"]
     elif n_c:
-        body.append("    mb_constraints(q, u, inputs, params, t, out);")
+        body.append("    mb_constraints(q, u, mb_no_states, inputs, params, t, out);")
     if n_c:
         helpers.append(_SPEEDS)
         body.append("    return mb_project_speeds(u, out, enabled);")
@@ -203,7 +208,8 @@ _HEADER = Template("""\
 /* Equations of motion of model $name, generated by mb_sim codegen $version (SymPy $sympy).
  * Do not edit: regenerate from the model instead.
  *
- * Arguments: q[MB_N_Q], u[MB_N_U], inputs[MB_N_INPUTS], params[MB_N_PARAMS], time t.
+ * Arguments: q[MB_N_Q], u[MB_N_U], electrical states z[MB_N_Z], inputs[MB_N_INPUTS],
+ * params[MB_N_PARAMS], time t.
  * out[MB_N_OUT] holds these blocks, each flattened row-major (mb_dynamics writes only M, F,
  * qdot, A, b, c and the spring lengths; mb_constraints only Phi, dPhi/dq, M, A and b):
  *   block  name                offset  rows x cols
@@ -216,8 +222,13 @@ $table
 #include <math.h>
 #include <string.h>
 
+/* Zero electrical states, for the functions projection calls (no constraint depends on them). */
+static const double mb_no_states[MB_N_Z > 0 ? MB_N_Z : 1];
+
 #define MB_N_Q $n_q
 #define MB_N_U $n_u
+#define MB_N_Z $n_z
+#define MB_N_STATE (MB_N_Q + MB_N_U + MB_N_Z)
 #define MB_N_INPUTS $n_inputs
 #define MB_N_PARAMS $n_params
 #define MB_N_CONSTRAINTS $n_c
@@ -235,6 +246,7 @@ static const int mb_cols[MB_N_BLOCKS] = {$cols};
 
 int mb_n_q(void) { return MB_N_Q; }
 int mb_n_u(void) { return MB_N_U; }
+int mb_n_z(void) { return MB_N_Z; }
 int mb_n_inputs(void) { return MB_N_INPUTS; }
 int mb_n_params(void) { return MB_N_PARAMS; }
 int mb_n_constraints(void) { return MB_N_CONSTRAINTS; }
@@ -345,18 +357,19 @@ static int mb_least_norm_correction(double *x, const double *m, int rows, int co
 """)
 
 _FORWARD_DYNAMICS = Template("""\
-/* q' and u' at (q, u, t); with constraints also the multipliers lam of
+/* q', u' and z' at (q, u, z, t); with constraints also the multipliers lam of
  * [M A^T; A 0][u'; lam] = [F; -c] over the enabled rows (disabled rows get lam = 0), so the
  * generalized constraint forces are -A^T lam (lam is untouched without constraints).  Returns 0,
  * 1 if M is not positive definite, 2 if A M^-1 A^T is not, 5 if a spring-damper is shorter than
  * MB_SPRING_MIN_LENGTH. */
-int mb_forward_dynamics($signature, double *qdot, double *udot, double *lam,
-                        const double *enabled)
+int mb_forward_dynamics($signature, double *qdot, double *udot, double *zdot,
+                        double *lam, const double *enabled)
 {
     double out[MB_N_OUT];
     double l[$len_uu];
-    mb_dynamics(q, u, inputs, params, t, out);
+    mb_dynamics(q, u, z, inputs, params, t, out);
 $springs    memcpy(qdot, out + MB_OFFSET_QDOT, sizeof(double) * MB_N_Q);
+    memcpy(zdot, out + MB_OFFSET_ELECTRICAL_RATES, sizeof(double) * MB_N_Z);
     memcpy(l, out + MB_OFFSET_MASS_MATRIX, sizeof(double) * MB_N_U * MB_N_U);
     memcpy(udot, out + MB_OFFSET_FORCING, sizeof(double) * MB_N_U);
     if (mb_cholesky(l, MB_N_U))
@@ -468,7 +481,7 @@ static int mb_project_coordinates(double *q, const double *u, const double *inpu
     for (int iteration = 0;; ++iteration) {
         double r[MB_N_HOLONOMIC];
         int converged = 1;
-        mb_constraints(q, u, inputs, params, t, out);
+        mb_constraints(q, u, mb_no_states, inputs, params, t, out);
         for (int i = 0; i < MB_N_HOLONOMIC; ++i) {
             r[i] = out[MB_OFFSET_PHI + i];
             converged &= !mb_enabled(enabled, i)
@@ -555,79 +568,85 @@ static int mb_all_finite(const double *x, int n)
     return 1;
 }
 
-/* Check and project the state x = [q; u] reached at the end of a step, at time t.  Returns 0, 3
- * if it is not finite (checked first, so a diverging model reports 3 rather than a failing
+/* Check and project the state x = [q; u; z] reached at the end of a step, at time t.  Returns
+ * 0, 3 if it is not finite (checked first, so a diverging model reports 3 rather than a failing
  * projection, and again after the projection), or 4 if the projection fails. */
 static int mb_finish_step(double *x, const double *inputs, const double *params, double t,
                           const double *enabled)
 {
     int status;
-    if (!mb_all_finite(x, MB_N_Q + MB_N_U))
+    if (!mb_all_finite(x, MB_N_STATE))
         return 3;
     if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t, enabled)))
         return status;
-    return mb_all_finite(x, MB_N_Q + MB_N_U) ? 0 : 3;
+    return mb_all_finite(x, MB_N_STATE) ? 0 : 3;
 }
 
 static int mb_state_derivative(const double *x, const double *inputs, const double *params,
                                double t, double *xdot, const double *enabled)
 {
     double lam[$len_c];
-    return mb_forward_dynamics(x, x + MB_N_Q, inputs, params, t, xdot, xdot + MB_N_Q, lam,
-                               enabled);
+    return mb_forward_dynamics(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, inputs, params, t, xdot,
+                               xdot + MB_N_Q, xdot + MB_N_Q + MB_N_U, lam, enabled);
 }
-
-/* n_steps classic RK4 steps of x = [q; u] from *t, inputs held, each followed by
- * mb_finish_step.  Returns 0 or the failing step's code (1, 2 from mb_forward_dynamics, 3, 4),
- * leaving q, u and *t at the start of that step. */
-int mb_rk4(double *q, double *u, const double *inputs, const double *params, double *t,
+$etd
+/* n_steps steps of x = [q; u; z] from *t, inputs held, each followed by mb_finish_step: classic
+ * RK4 for q and u; for the electrical states z, whose rates hold a stiff linear part lambda z
+ * (-R/L of a motor), the exponential integrator ETDRK4 (Cox and Matthews 2002), which takes that
+ * part exactly and reduces to classic RK4 where lambda = 0, so an L/R far below dt is stable
+ * and accurate.  Returns 0 or the failing step's code (1, 2, 5 from mb_forward_dynamics, 3, 4),
+ * leaving q, u, z and *t at the start of that step. */
+int mb_rk4(double *q, double *u, double *z, const double *inputs, const double *params, double *t,
            double dt, int n_steps, const double *enabled)
 {
     enum { N = MB_N_Q + MB_N_U };
     double x[$len_x], xs[$len_x], k1[$len_x], k2[$len_x], k3[$len_x], k4[$len_x];
     const double t0 = *t;
     int status = 0;
-    memcpy(x, q, sizeof(double) * MB_N_Q);
+$etd_setup    memcpy(x, q, sizeof(double) * MB_N_Q);
     memcpy(x + MB_N_Q, u, sizeof(double) * MB_N_U);
+    memcpy(x + N, z, sizeof(double) * MB_N_Z);
     for (int step = 0; step < n_steps; ++step) {
         const double ts = t0 + step * dt, te = t0 + (step + 1) * dt;
         if ((status = mb_state_derivative(x, inputs, params, ts, k1, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k1[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2, enabled)))
+$etd_stage2        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k2[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3, enabled)))
+$etd_stage3        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt * k3[i];
-        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4, enabled)))
+$etd_stage4        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4, enabled)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt / 6.0 * (k1[i] + 2.0 * (k2[i] + k3[i]) + k4[i]);
-        if ((status = mb_finish_step(xs, inputs, params, te, enabled)))
+$etd_final        if ((status = mb_finish_step(xs, inputs, params, te, enabled)))
             break;
-        memcpy(x, xs, sizeof(double) * N);
+        memcpy(x, xs, sizeof(double) * MB_N_STATE);
         *t = te;
     }
     memcpy(q, x, sizeof(double) * MB_N_Q);
     memcpy(u, x + MB_N_Q, sizeof(double) * MB_N_U);
+    memcpy(z, x + N, sizeof(double) * MB_N_Z);
     return status;
 }
 
 /* Packed entry points for callers paying per foreign-call argument (ctypes: a call with one
  * argument costs about a third of one with seven).  a = {q, u, inputs, params, &t, out, qdot,
- * udot, lam, enabled}, prepared once by the caller. */
+ * udot, lam, enabled, z, zdot}, prepared once by the caller. */
 void mb_evaluate_packed(double *const *a)
 {
-    mb_evaluate(a[0], a[1], a[2], a[3], a[4][0], a[5]);
+    mb_evaluate(a[0], a[1], a[10], a[2], a[3], a[4][0], a[5]);
 }
 
 int mb_forward_dynamics_packed(double *const *a)
 {
-    return mb_forward_dynamics(a[0], a[1], a[2], a[3], a[4][0], a[6], a[7], a[8], a[9]);
+    return mb_forward_dynamics(a[0], a[1], a[10], a[2], a[3], a[4][0], a[6], a[7], a[11], a[8],
+                               a[9]);
 }
 
 int mb_project_packed(double *const *a)
@@ -637,6 +656,92 @@ int mb_project_packed(double *const *a)
 
 int mb_rk4_packed(double *const *a, double dt, int n_steps)
 {
-    return mb_rk4(a[0], a[1], a[2], a[3], a[4], dt, n_steps, a[9]);
+    return mb_rk4(a[0], a[1], a[10], a[2], a[3], a[4], dt, n_steps, a[9]);
 }
 """)
+
+#: ETDRK4's coefficients and stages for the electrical states (generated only where there are some).
+_ETD = """\
+/* phi_1, phi_2, phi_3 of the exponential integrator: phi_k(x) = sum_j x^j / (j + k)!, by the
+ * series for |x| < 1 (the closed forms cancel there), else by the closed forms. */
+static void mb_phi(double x, double *p1, double *p2, double *p3)
+{
+    if (fabs(x) < 1.0) {
+        double term = 1.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;  /* term = x^j / j! */
+        for (int j = 0; j < 24; ++j) {
+            s1 += term / (j + 1);
+            s2 += term / ((j + 1.0) * (j + 2.0));
+            s3 += term / ((j + 1.0) * (j + 2.0) * (j + 3.0));
+            term *= x / (j + 1);
+        }
+        *p1 = s1; *p2 = s2; *p3 = s3;
+    } else {
+        const double e = exp(x);
+        *p1 = (e - 1.0) / x;
+        *p2 = (e - 1.0 - x) / (x * x);
+        *p3 = (e - 1.0 - x - 0.5 * x * x) / (x * x * x);
+    }
+}
+
+/* ETDRK4 coefficients of one step dt for the decay rates lambda (Cox and Matthews' e, e2, Q, f1,
+ * f2, f3 in their phi-function form). */
+static void mb_etd_coefficients(const double *lambda, double dt, double *e, double *e2,
+                                double *half, double *f1, double *f2, double *f3)
+{
+    for (int k = 0; k < MB_N_Z; ++k) {
+        double p1, p2, p3, h1, h2, h3;
+        mb_phi(lambda[k] * dt, &p1, &p2, &p3);
+        mb_phi(0.5 * lambda[k] * dt, &h1, &h2, &h3);
+        e[k] = exp(lambda[k] * dt);
+        e2[k] = exp(0.5 * lambda[k] * dt);
+        half[k] = 0.5 * dt * h1;
+        f1[k] = dt * (p1 - 3.0 * p2 + 4.0 * p3);
+        f2[k] = dt * (p2 - 2.0 * p3);
+        f3[k] = dt * (4.0 * p3 - p2);
+    }
+}
+"""
+
+_ETD_SETUP = """\
+    double lambda[MB_N_Z], e[MB_N_Z], e2[MB_N_Z], half[MB_N_Z], f1[MB_N_Z], f2[MB_N_Z], f3[MB_N_Z];
+    double n1[MB_N_Z], n2[MB_N_Z], n3[MB_N_Z], a2[MB_N_Z];
+    {   /* the decay rates depend on parameters only, fixed during the call */
+        double out[MB_N_OUT];
+        mb_decay(q, u, z, inputs, params, t0, out);
+        memcpy(lambda, out + MB_OFFSET_ELECTRICAL_DECAY, sizeof(double) * MB_N_Z);
+        mb_etd_coefficients(lambda, dt, e, e2, half, f1, f2, f3);
+    }
+"""
+_ETD_STAGE2 = """\
+        for (int k = 0; k < MB_N_Z; ++k) {  /* n: the rates without their linear part */
+            n1[k] = k1[N + k] - lambda[k] * x[N + k];  /* xs holds the stage's state until replaced */
+            xs[N + k] = a2[k] = e2[k] * x[N + k] + half[k] * n1[k];
+        }
+"""
+_ETD_STAGE3 = """\
+        for (int k = 0; k < MB_N_Z; ++k) {
+            n2[k] = k2[N + k] - lambda[k] * xs[N + k];
+            xs[N + k] = e2[k] * x[N + k] + half[k] * n2[k];
+        }
+"""
+_ETD_STAGE4 = """\
+        for (int k = 0; k < MB_N_Z; ++k) {
+            n3[k] = k3[N + k] - lambda[k] * xs[N + k];
+            xs[N + k] = e2[k] * a2[k] + half[k] * (2.0 * n3[k] - n1[k]);
+        }
+"""
+_ETD_FINAL = """\
+        for (int k = 0; k < MB_N_Z; ++k) {
+            const double n4 = k4[N + k] - lambda[k] * xs[N + k];
+            xs[N + k] = e[k] * x[N + k] + f1[k] * n1[k] + 2.0 * f2[k] * (n2[k] + n3[k]) + f3[k] * n4;
+        }
+"""
+
+
+def _integrator(n_z: int, len_x: int, len_c: int) -> str:
+    """mb_rk4 (with ETDRK4 for the electrical states if there are any) and the packed entry points."""
+    parts = {"etd": _ETD, "etd_setup": _ETD_SETUP, "etd_stage2": _ETD_STAGE2, "etd_stage3": _ETD_STAGE3,
+             "etd_stage4": _ETD_STAGE4, "etd_final": _ETD_FINAL}
+    if not n_z:
+        parts = dict.fromkeys(parts, "")
+    return _INTEGRATOR.substitute(len_x=len_x, len_c=len_c, **parts)

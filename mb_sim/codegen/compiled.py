@@ -44,7 +44,7 @@ class CompiledModel(NumericModel):
         self._time = np.zeros(1)
         b = self.buffers
         arrays = (b.q, b.u, b.inputs, b.params, self._time, b.out, b.qdot, b.udot, b.lam,
-                  b.enabled)
+                  b.enabled, b.z, b.zdot)
         # One packed argument (pointers to all buffers, made once): a foreign call costs about
         # 0.35 us instead of 0.9 us with seven arguments.  No argtypes: ctypes then skips its
         # per-argument checks.
@@ -92,11 +92,11 @@ class CompiledModel(NumericModel):
 
     def _check_matches(self, library: ctypes.CDLL) -> None:
         """Raise CodegenError unless the library's dimensions and layout are this model's."""
-        expected = [self.n_q, self.n_u, self.n_inputs, self.n_params, self.n_constraints]
+        expected = [self.n_q, self.n_u, self.n_z, self.n_inputs, self.n_params, self.n_constraints]
         expected += [(b.offset, *b.shape) for b in self.layout.blocks.values()]
         expected.append(self.layout.size)
         actual = [getattr(library, f"mb_n_{n}")()
-                  for n in ("q", "u", "inputs", "params", "constraints")]
+                  for n in ("q", "u", "z", "inputs", "params", "constraints")]
         actual += [(library.mb_output_offset(i), library.mb_output_rows(i),
                     library.mb_output_cols(i)) for i in range(len(self.layout.blocks))]
         actual.append(library.mb_output_offset(len(self.layout.blocks)))

@@ -17,7 +17,7 @@ __all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS", "PROJECTION_OUTPUTS"]
 
 DYNAMICS_OUTPUTS = (
     "mass_matrix", "forcing", "qdot", "constraint_matrix", "constraint_bias", "acceleration_bias",
-    "spring_lengths",
+    "spring_lengths", "electrical_rates",
 )
 # The mass matrix is here for the mass-weighted velocity projection.
 PROJECTION_OUTPUTS = ("phi", "phi_jacobian", "mass_matrix", "constraint_matrix", "constraint_bias")
@@ -97,4 +97,6 @@ def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]
         "acceleration_bias": (n_c, 1), "link_poses": (None, 12), "kinetic_energy": (1, 1),
         "potential_energy": (1, 1), "constraint_wrenches": (n_c, 6),
         "spring_states": (n_s, SPRING_STATE_COLUMNS), "spring_lengths": (n_s, 1),
+        "electrical_rates": (eom.n_z, 1), "electrical_decay": (eom.n_z, 1),
+        "motor_states": (len(eom.motor_names), 4),
     }

@@ -29,8 +29,9 @@ ForceLawCallback = Callable[[int, float, float, float, float, float, float], flo
 class Buffers:
     """The float64, C-contiguous work arrays of a model, allocated once and never replaced.
 
-    Write ``q, u, inputs, params`` in place (``buffers.q[:] = ...``); results appear in ``out``
-    (flat outputs, see ``NumericModel.layout``), ``qdot``, ``udot`` and ``lam`` (the ``n_c``
+    Write ``q, u, z, inputs, params`` in place (``buffers.q[:] = ...``; ``z`` the electrical
+    states, motor currents); results appear in ``out`` (flat outputs, see
+    ``NumericModel.layout``), ``qdot``, ``udot``, ``zdot`` and ``lam`` (the ``n_c``
     Lagrange multipliers of the velocity constraints: generalized constraint forces
     ``-A^T lam``).  ``enabled`` switches each velocity constraint row on (1.0, the default) or
     off (0.0; for the first ``n_h`` rows also the holonomic row of Phi): a disabled row gets a
@@ -46,6 +47,8 @@ class Buffers:
     udot: np.ndarray
     lam: np.ndarray
     enabled: np.ndarray
+    z: np.ndarray
+    zdot: np.ndarray
 
 
 class NumericModel(ABC):
@@ -55,11 +58,14 @@ class NumericModel(ABC):
     ----------
     name, link_names
         As in the equations of motion.
-    n_q, n_u, n_inputs, n_params, n_constraints
-        Dimensions.
+    n_q, n_u, n_z, n_inputs, n_params, n_constraints
+        Dimensions (``n_z``: electrical states).
     constraint_names, redundant_constraints, constraint_labels
         Per constraint row, the name of the constraint it belongs to; the names that had rows
-        dropped as redundant (see the equations of motion); per row, what it says.
+        judged redundant (see the equations of motion); per row, what it says.
+    constraint_defaults, generic_configurations
+        Per row 1.0 if enforced with every constraint enabled (0.0: redundant, masked); the
+        configurations redundancy was judged at.
     spring_names, force_laws
         The spring-dampers (rows of the spring outputs); per user-law spring, ``(spring, law)``.
     force_law_error
@@ -82,11 +88,13 @@ class NumericModel(ABC):
                                f"for {len(eom.parameters)} parameters")
         self.name = eom.name
         self.link_names = list(eom.link_names)
-        self.n_q, self.n_u, self.n_constraints = eom.n_q, eom.n_u, eom.n_constraints
+        self.n_q, self.n_u, self.n_z, self.n_constraints = eom.n_q, eom.n_u, eom.n_z, eom.n_constraints
         self.n_inputs, self.n_params = len(eom.inputs), len(eom.parameters)
         self.constraint_names = list(eom.constraint_names) or [f"constraint_{i}" for i in range(self.n_constraints)]
         self.redundant_constraints = list(eom.redundant_constraints)
         self.constraint_labels = list(eom.constraint_labels) or list(self.constraint_names)
+        self.constraint_defaults = np.array(eom.constraint_defaults or [True] * self.n_constraints, dtype=float)
+        self.generic_configurations = [np.array(c, dtype=float) for c in eom.generic_configurations]
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
         self._force_law: ForceLawCallback | None = None
         self.force_law_error: tuple[int, Exception] | None = None
@@ -99,10 +107,10 @@ class NumericModel(ABC):
         self.parameter_values.setflags(write=False)
         sizes = {"q": self.n_q, "u": self.n_u, "inputs": self.n_inputs, "params": self.n_params,
                  "out": self.layout.size, "qdot": self.n_q, "udot": self.n_u,
-                 "lam": self.n_constraints, "enabled": self.n_constraints}
+                 "lam": self.n_constraints, "enabled": self.n_constraints, "z": self.n_z, "zdot": self.n_z}
         self.buffers = Buffers(**{name: np.zeros(n) for name, n in sizes.items()})
         self.buffers.params[:] = self.parameter_values
-        self.buffers.enabled[:] = 1.0
+        self.buffers.enabled[:] = self.constraint_defaults
 
     def set_force_law(self, law: ForceLawCallback | None) -> None:
         """The function evaluating the user force laws (see :data:`ForceLawCallback`); without
@@ -126,30 +134,33 @@ class NumericModel(ABC):
             self.force_law_error = (int(index), ValueError(f"returned {value}"))
         return value
 
-    def evaluate(self, q, u, inputs, params=None, t: float = 0.0) -> dict[str, np.ndarray]:
-        """All outputs at the given state, shaped as in the equations of motion."""
-        self._load(q, u, inputs, params)
+    def evaluate(self, q, u, inputs, params=None, t: float = 0.0, z=None) -> dict[str, np.ndarray]:
+        """All outputs at the given state, shaped as in the equations of motion (``z=None``: the
+        electrical states in the buffers)."""
+        self._load(q, u, inputs, params, z)
         self.evaluate_into(t)
         return self.layout.unpack(self.buffers.out)
 
     def forward_dynamics(
-        self, q, u, inputs, params=None, t: float = 0.0,
+        self, q, u, inputs, params=None, t: float = 0.0, z=None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(q', u')`` at the given state; the Lagrange multipliers are left in ``buffers.lam``.
+        """``(q', u')`` at the given state; the Lagrange multipliers are left in ``buffers.lam``,
+        ``z'`` in ``buffers.zdot`` (``z=None``: the electrical states in the buffers).
 
         Raises
         ------
         FactorizationError
             M (or, with constraints, A M^-1 A^T) is not positive definite at this state.
         """
-        self._load(q, u, inputs, params)
+        self._load(q, u, inputs, params, z)
         self.forward_dynamics_into(t)
         return self.buffers.qdot.copy(), self.buffers.udot.copy()
 
     def rk4(
-        self, q, u, inputs, dt: float, n_steps: int, params=None, t: float = 0.0,
+        self, q, u, inputs, dt: float, n_steps: int, params=None, t: float = 0.0, z=None,
     ) -> tuple[np.ndarray, np.ndarray, float]:
-        """``(q, u, t)`` after `n_steps` fixed RK4 steps of `dt`, inputs held constant.
+        """``(q, u, t)`` after `n_steps` fixed RK4 steps of `dt`, inputs held constant (the
+        electrical states, from `z` or the buffers, end in ``buffers.z``; they take ETDRK4 steps).
 
         After each step the state is checked to be finite and projected onto the constraints
         (as :meth:`project`, at the end of the step).
@@ -161,7 +172,7 @@ class NumericModel(ABC):
             projection failed (4); its ``t`` is the start of the failing step, and ``buffers``
             hold the state there.
         """
-        self._load(q, u, inputs, params)
+        self._load(q, u, inputs, params, z)
         t = self.rk4_into(dt, n_steps, t)
         return self.buffers.q.copy(), self.buffers.u.copy(), t
 
@@ -208,8 +219,11 @@ class NumericModel(ABC):
         FactorizationError the buffers hold the state at the start of the failing step.
         """
 
-    def _load(self, q, u, inputs, params) -> None:
-        """Copy arguments into the buffers; ``params=None`` means the default parameters."""
+    def _load(self, q, u, inputs, params, z=None) -> None:
+        """Copy arguments into the buffers; ``params=None`` means the default parameters,
+        ``z=None`` the electrical states already there."""
         b = self.buffers
         b.q[:], b.u[:], b.inputs[:] = q, u, inputs
         b.params[:] = self.parameter_values if params is None else params
+        if z is not None:
+            b.z[:] = z

@@ -36,14 +36,16 @@ class NumpyModel(NumericModel):
         self._constraints = _lambdify(straight_line_program(eom, PROJECTION_OUTPUTS, progress), namespace)
         self._constraints_index = self.layout.indices(PROJECTION_OUTPUTS)
         self._constraints_out = np.zeros(self.layout.size)
+        self._decay = (_lambdify(straight_line_program(eom, ("electrical_decay",), progress), namespace)
+                       if self.n_z else None)
 
     def evaluate_into(self, t: float = 0.0) -> None:
         b = self.buffers
-        b.out[:] = self._evaluate(b.q, b.u, b.inputs, b.params, t)
+        b.out[:] = self._evaluate(b.q, b.u, b.z, b.inputs, b.params, t)
 
     def forward_dynamics_into(self, t: float = 0.0) -> None:
         b = self.buffers
-        status = self._forward_dynamics(b.q, b.u, t, b.qdot, b.udot, b.lam)
+        status = self._forward_dynamics(b.q, b.u, b.z, t, b.qdot, b.udot, b.zdot, b.lam)
         if status:
             raise FactorizationError(self.name, status, t)
 
@@ -57,34 +59,47 @@ class NumpyModel(NumericModel):
 
     def rk4_into(self, dt: float, n_steps: int, t: float = 0.0) -> float:
         b = self.buffers
-        x, t0 = np.concatenate([b.q, b.u]), t
+        x, t0 = np.concatenate([b.q, b.u, b.z]), t
+        decay = np.zeros(len(x))  # lambda: zero for q and u, -R/L for motor currents
+        if self.n_z:
+            decay[-self.n_z:] = self._decay(b.q, b.u, b.z, b.inputs, b.params, t)
+        coefficients = etd_coefficients(decay, dt)
         try:
             for step in range(n_steps):
-                status, x_end = self._rk4_step(x, t0 + step * dt, dt, t0 + (step + 1) * dt)
+                status, x_end = self._rk4_step(x, t0 + step * dt, dt, t0 + (step + 1) * dt, decay, coefficients)
                 if status:  # reported at the start of the failing step, as in C
                     raise FactorizationError(self.name, status, t0 + step * dt)
                 x = x_end
         finally:
-            b.q[:], b.u[:] = x[:self.n_q], x[self.n_q:]
+            n = self.n_q + self.n_u
+            b.q[:], b.u[:], b.z[:] = x[:self.n_q], x[self.n_q:n], x[n:]
         return t0 + n_steps * dt
 
-    def _rk4_step(self, x: np.ndarray, t: float, dt: float,
-                  t_end: float) -> tuple[int, np.ndarray | None]:
-        """One RK4 step from `x` at `t`, checked and projected at `t_end`: ``(status, x')``."""
-        k: list[np.ndarray] = []
-        for fraction in (0.0, 0.5, 0.5, 1.0):  # stage i at x + fraction * dt * k[i - 1]
-            stage = x + fraction * dt * k[-1] if k else x
+    def _rk4_step(self, x: np.ndarray, t: float, dt: float, t_end: float, decay: np.ndarray,
+                  coefficients: tuple[np.ndarray, ...]) -> tuple[int, np.ndarray | None]:
+        """One step from `x` at `t` (ETDRK4 with decay rates `decay`: classic RK4 where they are
+        zero, as in C), checked and projected at `t_end`: ``(status, x')``."""
+        e, e2, half, f1, f2, f3 = coefficients
+        stage, rates = x, []
+        for k, fraction in enumerate((0.0, 0.5, 0.5, 1.0)):
             status, xdot = self._state_derivative(stage, t + fraction * dt)
             if status:
                 return status, None
-            k.append(xdot)
-        x_end = x + dt / 6.0 * (k[0] + 2.0 * (k[1] + k[2]) + k[3])
+            rates.append(xdot - decay * stage)  # the rates without their linear part
+            if k == 0:
+                stage = e2 * x + half * rates[0]
+            elif k == 1:
+                stage = e2 * x + half * rates[1]
+            elif k == 2:
+                stage = e2 * (e2 * x + half * rates[0]) + half * (2.0 * rates[2] - rates[0])
+        x_end = e * x + f1 * rates[0] + 2.0 * f2 * (rates[1] + rates[2]) + f3 * rates[3]
         return self._finish_step(x_end, t_end), x_end
 
     def _state_derivative(self, x: np.ndarray, t: float) -> tuple[int, np.ndarray]:
-        """``(status, [q'; u'])`` at the state `x` = [q; u]."""
-        n_q, xdot = self.n_q, np.empty_like(x)
-        status = self._forward_dynamics(x[:n_q], x[n_q:], t, xdot[:n_q], xdot[n_q:],
+        """``(status, [q'; u'; z'])`` at the state `x` = [q; u; z]."""
+        n_q, n = self.n_q, self.n_q + self.n_u
+        xdot = np.empty_like(x)
+        status = self._forward_dynamics(x[:n_q], x[n_q:n], x[n:], t, xdot[:n_q], xdot[n_q:n], xdot[n:],
                                         np.empty(self.n_constraints))
         return status, xdot
 
@@ -95,7 +110,7 @@ class NumpyModel(NumericModel):
         """
         if not np.isfinite(x).all():
             return 3
-        status = self._project(x[:self.n_q], x[self.n_q:], t)
+        status = self._project(x[:self.n_q], x[self.n_q:self.n_q + self.n_u], t)
         return status or (0 if np.isfinite(x).all() else 3)
 
     def _project(self, q: np.ndarray, u: np.ndarray, t: float) -> int:
@@ -103,20 +118,21 @@ class NumpyModel(NumericModel):
         b, view, out = self.buffers, self.layout.view, self._constraints_out
 
         def constraints(coordinates: np.ndarray) -> tuple[np.ndarray, ...]:
-            out[self._constraints_index] = self._constraints(coordinates, u, b.inputs, b.params, t)
+            out[self._constraints_index] = self._constraints(coordinates, u, np.zeros(self.n_z), b.inputs, b.params, t)
             return (view(out, "phi")[:, 0], view(out, "phi_jacobian"), view(out, "mass_matrix"),
                     view(out, "constraint_matrix"), view(out, "constraint_bias")[:, 0])
 
         return project_state(self.projection, q, u, constraints, b.enabled)
 
-    def _forward_dynamics(self, q, u, t: float, qdot: np.ndarray, udot: np.ndarray,
+    def _forward_dynamics(self, q, u, z, t: float, qdot: np.ndarray, udot: np.ndarray, zdot: np.ndarray,
                           lam: np.ndarray) -> int:
-        """q', u' into `qdot`, `udot`, the multipliers into `lam`; 0, or the C failure code."""
+        """q', u', z' into `qdot`, `udot`, `zdot`, the multipliers into `lam`; 0, or the C failure code."""
         b, view = self.buffers, self.layout.view
-        b.out[self._dynamics_index] = self._dynamics(q, u, b.inputs, b.params, t)
+        b.out[self._dynamics_index] = self._dynamics(q, u, z, b.inputs, b.params, t)
         if not np.all(view(b.out, "spring_lengths") > SPRING_MIN_LENGTH):
             return 5
         qdot[:] = view(b.out, "qdot")[:, 0]
+        zdot[:] = view(b.out, "electrical_rates")[:, 0]
         m, a = view(b.out, "mass_matrix"), view(b.out, "constraint_matrix")
         try:
             solution = np.linalg.solve(m, np.column_stack([view(b.out, "forcing"), a.T]))
@@ -136,10 +152,35 @@ class NumpyModel(NumericModel):
         return 0
 
 
+def etd_coefficients(decay: np.ndarray, dt: float) -> tuple[np.ndarray, ...]:
+    """ETDRK4's ``e, e2, half, f1, f2, f3`` per component for decay rates `decay` and step `dt`
+    (for a zero rate: 1, 1, dt/2, dt/6, dt/6, dt/6, classic RK4), as ``mb_etd_coefficients``."""
+    p1, p2, p3 = _phi(decay * dt)
+    h1, _, _ = _phi(0.5 * decay * dt)
+    return (np.exp(decay * dt), np.exp(0.5 * decay * dt), 0.5 * dt * h1, dt * (p1 - 3 * p2 + 4 * p3),
+            dt * (p2 - 2 * p3), dt * (4 * p3 - p2))
+
+
+def _phi(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """phi_1..3 of the exponential integrator, series for |x| < 1 and closed forms elsewhere."""
+    series = np.abs(x) < 1.0
+    xs = np.where(series, x, 0.0)
+    term, sums = np.ones_like(x), [np.zeros_like(x) for _ in range(3)]
+    for j in range(24):
+        sums[0] += term / (j + 1)
+        sums[1] += term / ((j + 1.0) * (j + 2.0))
+        sums[2] += term / ((j + 1.0) * (j + 2.0) * (j + 3.0))
+        term = term * xs / (j + 1)
+    xc = np.where(series, 1.0, x)
+    e = np.exp(xc)
+    closed = ((e - 1) / xc, (e - 1 - xc) / xc**2, (e - 1 - xc - 0.5 * xc**2) / xc**3)
+    return tuple(np.where(series, s, c) for s, c in zip(sums, closed))
+
+
 def _lambdify(program: StraightLineProgram, namespace: dict) -> Callable:
-    """``f(q, u, inputs, params, t) -> list`` of `program`'s output elements, in NumPy;
+    """``f(q, u, z, inputs, params, t) -> list`` of `program`'s output elements, in NumPy;
     `namespace` supplies functions NumPy lacks (the user force laws)."""
     a = program.arguments
-    return lambdify([a["q"], a["u"], a["inputs"], a["params"], a["t"][0]], program.outputs,
+    return lambdify([a["q"], a["u"], a["z"], a["inputs"], a["params"], a["t"][0]], program.outputs,
                     modules=[namespace, "numpy"], cse=lambda _: (program.assignments, program.outputs),
                     docstring_limit=0)

@@ -30,7 +30,7 @@ __all__ = ["load_numeric_model"]
 # The index lists of EquationsOfMotion the header carries.
 _INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "quaternion_starts")
 # ... and its name lists.
-_NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names")
+_NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names", "motor_names")
 
 
 def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.PathLike | None = None,
@@ -56,7 +56,9 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
 
 def _header(eom: EquationsOfMotion) -> dict:
     return {
-        "name": eom.name, "q": [str(s) for s in eom.q], "u": [str(s) for s in eom.u],
+        "name": eom.name, "q": [str(s) for s in eom.q], "u": [str(s) for s in eom.u], "z": [str(s) for s in eom.z],
+        "constraint_defaults": [bool(v) for v in eom.constraint_defaults],
+        "generic_configurations": [[float(v) for v in c] for c in eom.generic_configurations],
         "inputs": [str(s) for s in eom.inputs], "parameters": [str(s) for s in eom.parameters],
         "link_names": eom.link_names,
         "shapes": {name: list(matrix.shape) for name, matrix in eom.outputs.items()},
@@ -88,6 +90,8 @@ def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress)
             return None
         eom = EquationsOfMotion(
             name=header["name"], q=[Symbol(n) for n in header["q"]], u=[Symbol(n) for n in header["u"]],
+            z=[Symbol(n) for n in header["z"]], constraint_defaults=[bool(v) for v in header["constraint_defaults"]],
+            generic_configurations=header["generic_configurations"],
             inputs=[Symbol(n) for n in header["inputs"]], parameters=list(values),
             parameter_values=list(values.values()), time=dynamicsymbols._t, temporaries=[],
             outputs={name: Matrix.zeros(*shape) for name, shape in header["shapes"].items()},

@@ -19,7 +19,7 @@ from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = ["ARGUMENTS", "StraightLineProgram", "straight_line_program"]
 
-ARGUMENTS = ("q", "u", "inputs", "params", "t")
+ARGUMENTS = ("q", "u", "z", "inputs", "params", "t")
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,14 @@ def straight_line_program(
         A symbol is both, e.g., a coordinate and a parameter; or an expression uses a symbol
         that is neither an argument nor an earlier temporary.
     """
-    originals = {"q": eom.q, "u": eom.u, "inputs": eom.inputs, "params": eom.parameters,
+    originals = {"q": eom.q, "u": eom.u, "z": eom.z, "inputs": eom.inputs, "params": eom.parameters,
                  "t": [eom.time]}
     arguments = {key: [Symbol(f"{key}_{i}", **s.assumptions0) for i, s in enumerate(originals[key])]
                  for key in ARGUMENTS[:-1]}
     arguments["t"] = [Symbol("t", **eom.time.assumptions0)]
     rename = {s: a for key in ARGUMENTS for s, a in zip(originals[key], arguments[key])}
     if len(rename) != sum(len(v) for v in originals.values()):
-        raise CodegenError(f"model {eom.name!r}: a symbol appears twice among q, u, inputs, "
+        raise CodegenError(f"model {eom.name!r}: a symbol appears twice among q, u, z, inputs, "
                            "parameters and time")
     outputs = [sympify(e) for name in names for e in eom.outputs[name]]
     temporaries = _needed_temporaries(eom, outputs, set(rename))

@@ -3,6 +3,7 @@
 After SymBRiM: a robot is a :class:`Robot` model whose submodels are :class:`RigidLink` models and
 whose connections are joints; loads are load groups.  ``load_urdf`` builds one from a URDF.
 """
+from mb_sim.model.actuators import MOTOR_STATE, DCMotor
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.base import (
     ComponentBase, ComponentError, ConnectionBase, ConstraintRow, LoadGroupBase, ModelBase, symbol_name,
@@ -20,9 +21,10 @@ from mb_sim.model.registry import component_class, registered_components
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement
 from mb_sim.model.robot import Robot
 from mb_sim.model.springs import SPRING_STATE, SpringDamper
+from mb_sim.model.wheels import RollingWheel
 
 __all__ = [
-    "AuxiliaryDataHandler", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
+    "AuxiliaryDataHandler", "DCMotor", "MOTOR_STATE", "RollingWheel", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
     "ConstraintRow", "CoordinateConstraint", "FixedJoint", "FloatingJoint", "Gravity", "JointBase",
     "JointDissipation", "JointEffort", "JointLimitStop", "JointSpring", "LoadGroupBase", "LoopJoint", "ModelBase",
     "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint", "RigidLink", "Robot", "SPRING_STATE",

@@ -160,6 +160,17 @@ class ComponentBase:
         derived from the link kinematics instead."""
         return S.Zero
 
+    def electrical_states(self) -> list[tuple[Basic, Basic, Basic]]:
+        """States besides q and u the component adds (a motor's current): ``(state, rate, linear
+        coefficient)`` with ``state' = rate``, of which ``linear coefficient * state`` is the part
+        linear in the state itself (a decay the integrator takes exactly)."""
+        return []
+
+    def reflected_inertia(self) -> list[tuple[Basic, Basic]]:
+        """``(speed, inertia)`` added to the speed's diagonal entry of the mass matrix (a motor
+        rotor's inertia reflected through its gear)."""
+        return []
+
     def _share_auxiliary_handler(self, handler: AuxiliaryDataHandler) -> None:
         for component in self.walk():
             component._auxiliary_handler = handler

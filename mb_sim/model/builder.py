@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from mb_sim.model.actuators import DCMotor
 from mb_sim.model.base import ComponentError, ConnectionBase, LoadGroupBase
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
 from mb_sim.model.joints import JOINT_CLASSES, JointBase, PrismaticJoint, RevoluteJoint
@@ -11,6 +12,7 @@ from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimi
 from mb_sim.model.registry import component_class
 from mb_sim.model.robot import Robot
 from mb_sim.model.springs import SpringDamper
+from mb_sim.model.wheels import RollingWheel
 from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, parse_urdf
 
 __all__ = ["build_robot", "load_urdf"]
@@ -35,7 +37,8 @@ def load_urdf(path_or_xml: str | os.PathLike) -> Robot:
 def build_robot(description: RobotDescription) -> Robot:
     """Links, joints and load groups for `description` (define steps not yet run).
 
-    Every moving one-DoF joint that is not a mimic gets an effort input; joints with URDF
+    Every moving one-DoF joint that is neither a mimic nor driven by a ``<dc_motor>`` (whose input
+    is a voltage) gets an effort input; joints with URDF
     ``<dynamics>`` get damping and friction, joints with position limits stops; the robot gets
     gravity, and the ``<mb_sim>`` extensions their components: loop joints, coordinate
     constraints, spring-dampers (connections) and joint springs (load groups of their joint).
@@ -45,10 +48,13 @@ def build_robot(description: RobotDescription) -> Robot:
     robot = Robot(description.name, links, joints, description.root, _extension_connections(description))
     robot.source = description.source
     robot.add_load_group(Gravity("gravity", description.gravity))
+    motors = {motor.joint: motor for motor in description.extensions.dc_motors}
     for joint in joints:
         if not isinstance(joint, (RevoluteJoint, PrismaticJoint)):
             continue
-        if not joint.is_mimic:
+        if joint.name in motors:
+            joint.add_load_group(DCMotor(motors[joint.name].name, motors[joint.name]))
+        elif not joint.is_mimic:
             joint.add_load_group(JointEffort(joint.name))
         jd = joint.joint_description
         if jd.damping or jd.friction:
@@ -63,11 +69,13 @@ def build_robot(description: RobotDescription) -> Robot:
 
 
 def _extension_connections(description: RobotDescription) -> list[ConnectionBase]:
-    """Loop joints, coordinate constraints and spring-dampers, in that order; springs with a user
-    force law are numbered in document order (the index their generated code calls back with)."""
+    """Loop joints, coordinate constraints, rolling wheels and spring-dampers, in that order;
+    springs with a user force law are numbered in document order (the index their generated code
+    calls back with)."""
     extensions = description.extensions
     connections: list[ConnectionBase] = [LoopJoint(loop.name, loop) for loop in extensions.loop_joints]
     connections += [CoordinateConstraint(c.name, c) for c in extensions.coordinate_constraints]
+    connections += [RollingWheel(w.name, w) for w in extensions.rolling_wheels]
     laws = iter(range(len(extensions.spring_dampers)))
     connections += [SpringDamper(s.name, s, next(laws) if s.law is not None else None)
                     for s in extensions.spring_dampers]

@@ -9,6 +9,7 @@ from mb_sim.model.closures import CoordinateConstraint, LoopJoint
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
 from mb_sim.model.springs import SpringDamper
+from mb_sim.model.wheels import RollingWheel
 
 __all__ = ["Robot"]
 
@@ -57,6 +58,11 @@ class Robot(ModelBase):
     def coordinate_constraints(self) -> dict[str, CoordinateConstraint]:
         """Coordinate constraints by name."""
         return self._others_of(CoordinateConstraint)
+
+    @property
+    def rolling_wheels(self) -> dict[str, RollingWheel]:
+        """Rolling wheels by name."""
+        return self._others_of(RollingWheel)
 
     @property
     def spring_dampers(self) -> dict[str, SpringDamper]:
@@ -151,6 +157,8 @@ def _describe_component(component: ComponentBase, indent: int) -> list[str]:
             extra = f" ({child.loop_description.type} loop closure: {child.parent.name} -> {child.child.name})"
         elif isinstance(child, SpringDamper):
             extra = f" ({child.link0.name} -> {child.link1.name})"
+        elif isinstance(child, RollingWheel):
+            extra = f" (link {child.wheel.name} rolls on z = 0)"
         elif isinstance(child, RigidLink) and child.is_massless:
             extra = " (massless)"
         lines.append(f"{'  ' * indent}{kind} '{child.name}'{extra}")

@@ -22,6 +22,7 @@ import numpy as np
 
 from mb_sim.codegen import NumericModel
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
+from mb_sim.symbolic.constraints import independent_rows
 
 __all__ = ["ConstraintKinematics", "CONTINUATION_STEP", "SOLVER_ITERATIONS"]
 
@@ -29,7 +30,6 @@ __all__ = ["ConstraintKinematics", "CONTINUATION_STEP", "SOLVER_ITERATIONS"]
 CONTINUATION_STEP = 0.05
 #: Gauss-Newton iterations per continuation step (and for the final tolerance).
 SOLVER_ITERATIONS = 50
-_RANK_TOLERANCE = 1e-9
 
 
 class ConstraintKinematics:
@@ -67,17 +67,10 @@ class ConstraintKinematics:
         the caller then finds whether the values given were consistent (kept) or not (moved)."""
         if matrix.shape[0] == 0:
             return []
-        tolerance = _RANK_TOLERANCE * max(1.0, float(np.abs(matrix).max()))
         candidates = list(dict.fromkeys([*dependent, *range(matrix.shape[1] - 1, -1, -1)]))
-        for allowed in ([k for k in candidates if k not in held], candidates):
-            free: list[int] = []
-            for column in allowed:
-                if len(free) == matrix.shape[0]:
-                    break
-                if np.linalg.matrix_rank(matrix[:, free + [column]], tol=tolerance) == len(free) + 1:
-                    free.append(column)
-            if len(free) == matrix.shape[0]:
-                return free
+        free = independent_rows(matrix.T, [k for k in candidates if k not in held])
+        if len(free) < matrix.shape[0]:
+            free = independent_rows(matrix.T, candidates)
         return free  # rank-deficient constraints: least squares does what it can
 
     # -- positions ----------------------------------------------------------------------------

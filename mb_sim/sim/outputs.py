@@ -5,7 +5,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ConstraintErrors", "ConstraintReaction", "SimulationOutputs", "SpringState", "Trajectory"]
+__all__ = ["ConstraintErrors", "ConstraintReaction", "MotorState", "SimulationOutputs", "SpringState", "Trajectory"]
+
+
+@dataclass(frozen=True)
+class MotorState:
+    """A DC motor's state: the applied (clamped) voltage [V], the current [A], the torque on its
+    joint n K i [N m] and the joint's speed [rad/s] (force [N] and speed [m/s] for a prismatic
+    joint)."""
+
+    voltage: float
+    current: float
+    torque: float
+    speed: float
 
 
 @dataclass(frozen=True)
@@ -45,8 +57,10 @@ class ConstraintReaction:
     ``generalized_forces`` are ``-A^T lambda`` over its rows, by speed name.  For a loop joint,
     ``force`` [N] and ``torque`` [N m] are the reaction on its child link at the child-side
     point C (the torque about C), in the axes of the loop joint's parent-side frame J; the
-    parent gets the opposite.  Both are None for constraints between coordinates (mimic joints,
-    coordinate constraints), whose reaction is the generalized force alone.
+    parent gets the opposite.  For a rolling wheel, ``force`` is the ground's friction force on
+    the wheel at its contact point in world axes (``torque`` zero).  Both are None for constraints
+    between coordinates (mimic joints, coordinate constraints), whose reaction is the generalized
+    force alone.
     """
 
     generalized_forces: dict[str, float]
@@ -66,8 +80,8 @@ class SimulationOutputs:
     -A^T lambda the constraints exert, by speed name (errors and forces of enforced constraints
     only).  Without dynamics (``Simulator.outputs(dynamics=False)``) ``accelerations`` and
     ``constraint_forces`` are empty and ``acceleration_error`` is NaN.  ``springs`` holds each
-    spring-damper's state by name; ``reactions`` (with dynamics) each named constraint's
-    reaction.
+    spring-damper's state by name, ``motors`` each DC motor's; ``reactions`` (with dynamics) each
+    named constraint's reaction.
     """
 
     time: float
@@ -86,6 +100,7 @@ class SimulationOutputs:
     constraint_forces: dict[str, float] = field(default_factory=dict)
     springs: dict[str, SpringState] = field(default_factory=dict)
     reactions: dict[str, ConstraintReaction] = field(default_factory=dict)
+    motors: dict[str, MotorState] = field(default_factory=dict)
 
     @property
     def energy(self) -> float:
@@ -95,10 +110,13 @@ class SimulationOutputs:
 
 @dataclass(frozen=True)
 class Trajectory:
-    """Sampled states: ``times`` (n,), ``q`` (n, n_q), ``u`` (n, n_u), with their names."""
+    """Sampled states: ``times`` (n,), ``q`` (n, n_q), ``u`` (n, n_u), ``z`` (n, n_z: motor
+    currents), with their names."""
 
     times: np.ndarray
     q: np.ndarray
     u: np.ndarray
     coordinate_names: list[str]
     speed_names: list[str]
+    z: np.ndarray | None = None
+    electrical_state_names: list[str] = field(default_factory=list)

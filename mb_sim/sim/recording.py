@@ -58,8 +58,10 @@ _SEPARATOR = "=" * 80
 
 def write_csv(path: str | os.PathLike, trajectory: Trajectory) -> None:
     """Write `trajectory` as the CSV table described in the module docstring."""
-    header = ",".join(["time", *trajectory.coordinate_names, *trajectory.speed_names])
-    table = np.column_stack([trajectory.times, trajectory.q, trajectory.u])
+    header = ",".join(["time", *trajectory.coordinate_names, *trajectory.speed_names,
+                       *trajectory.electrical_state_names])
+    z = trajectory.z if trajectory.z is not None else np.zeros((len(trajectory.times), 0))
+    table = np.column_stack([trajectory.times, trajectory.q, trajectory.u, z])
     np.savetxt(path, table, fmt="%.17g", delimiter=",", header=header, comments="")
 
 

@@ -13,10 +13,13 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
-from mb_sim.model import JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
+from mb_sim.model import DCMotor, JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import SimulationError
-from mb_sim.sim.outputs import ConstraintErrors, ConstraintReaction, SimulationOutputs, SpringState, Trajectory
+from mb_sim.symbolic.constraints import independent_rows
+from mb_sim.sim.outputs import (
+    ConstraintErrors, ConstraintReaction, MotorState, SimulationOutputs, SpringState, Trajectory,
+)
 
 __all__ = ["Simulator", "INTEGRATORS", "STOP_FREQUENCY"]
 
@@ -68,14 +71,21 @@ class Simulator:
                                 if any(isinstance(g, JointEffort) for g in j.load_groups)]
         self._actuated_index = {name: k for k, name in enumerate(self.actuated_joints)}
         self.effort_limits = np.array([self.robot.joints[n].joint_description.limit.effort for n in self.actuated_joints])
+        motors = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, DCMotor)]
+        self.motors = [m.name for m in motors]
+        self.motor_joints = {m.name: m.parent.name for m in motors}
+        self.voltage_limits = np.array([m.motor_description.voltage_limit for m in motors])
+        self.electrical_state_names = [symbol_name(m.current) for m in motors if m.inductive]
         self._one_dof = {j.name: (self.coordinate_names.index(symbol_name(j.q[0])), self.speed_names.index(symbol_name(j.u[0])))
                          for j in self.robot.joints.values() if len(j.q) == 1}
         self._kinematics = ConstraintKinematics(self.model, self.model.constraint_labels)
+        self._released: set[str] = set()  # constraints disabled by the user
+        self._generic_matrices = self._constraint_matrices_at_generic_configurations()
         self._connect_force_laws()
         self.time = 0.0
         self._set_neutral()
         self._tune_stops()
-        self._initial = (self.q, self.u, 0.0)
+        self._initial = (self.q, self.u, self.z, 0.0)
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -89,9 +99,19 @@ class Simulator:
         return self.model.buffers.u.copy()
 
     @property
+    def z(self) -> np.ndarray:
+        """Electrical states (motor currents, in ``electrical_state_names`` order; a copy)."""
+        return self.model.buffers.z.copy()
+
+    @property
     def efforts(self) -> np.ndarray:
         """Applied efforts of the actuated joints (after clamping), in ``actuated_joints`` order."""
-        return self.model.buffers.inputs.copy()
+        return self.model.buffers.inputs[:len(self.actuated_joints)].copy()
+
+    @property
+    def voltages(self) -> np.ndarray:
+        """Applied motor voltages (after clamping), in ``motors`` order."""
+        return self.model.buffers.inputs[len(self.actuated_joints):].copy()
 
     def _connect_force_laws(self) -> None:
         """Hand the model the registered force laws its user-law springs name."""
@@ -126,20 +146,20 @@ class Simulator:
     def _set_neutral(self) -> None:
         """Zero coordinates and speeds, identity quaternions, then consistent with the constraints."""
         b = self.model.buffers
-        b.q[:], b.u[:], b.inputs[:] = 0.0, 0.0, 0.0
+        b.q[:], b.u[:], b.z[:], b.inputs[:] = 0.0, 0.0, 0.0, 0.0
         b.q[list(self.model.projection.quaternion_starts)] = 1.0  # scalar parts: identity rotations
         self._solve(b.q.copy(), b.u.copy(), set(), set())
 
     def reset(self) -> None:
         """Back to the initial state (the first ``set_state`` or the neutral one), time 0."""
-        q, u, t = self._initial
+        q, u, z, t = self._initial
         b = self.model.buffers
-        b.q[:], b.u[:], b.inputs[:] = q, u, 0.0
+        b.q[:], b.u[:], b.z[:], b.inputs[:] = q, u, z, 0.0
         self.time = t
 
     def set_state(self, positions: Mapping[str, float] | None = None, velocities: Mapping[str, float] | None = None,
                   *, q: Sequence[float] | None = None, u: Sequence[float] | None = None,
-                  time: float | None = None, as_initial: bool = True) -> None:
+                  z: Sequence[float] | None = None, time: float | None = None, as_initial: bool = True) -> None:
         """Set coordinates and speeds, then solve the others so the constraints hold.
 
         `positions`/`velocities` name one-DoF joints or generalized coordinates/speeds; they are
@@ -150,7 +170,8 @@ class Simulator:
         A request the constraints cannot meet raises ValueError with the residual and leaves the
         state as it was; so does giving a value the constraints contradict (a mimic joint's
         position together with its reference's).  `q`/`u` replace the whole vectors first (then
-        only quaternions are renormalized and the state projected).
+        only quaternions are renormalized and the state projected); `z` sets the electrical states
+        (motor currents, unconstrained).
         """
         b = self.model.buffers
         new_q = b.q.copy() if q is None else self._vector(q, len(b.q), "q")
@@ -169,10 +190,12 @@ class Simulator:
         except (ValueError, SimulationError):
             b.q[:], b.u[:] = before
             raise
+        if z is not None:
+            b.z[:] = self._vector(z, len(b.z), "z")
         if time is not None:
             self.time = float(time)
         if as_initial:
-            self._initial = (self.q, self.u, self.time)
+            self._initial = (self.q, self.u, self.z, self.time)
 
     def _solve(self, q: np.ndarray, u: np.ndarray, held_q: set[int], held_u: set[int]) -> None:
         """Dependent coordinates, then speeds, solved with the held ones kept; the state is only
@@ -227,40 +250,62 @@ class Simulator:
 
     def constraint_enabled(self, name: str) -> bool:
         """Whether constraint `name` is enforced."""
-        return bool(self.model.buffers.enabled[self._constraint_rows(name)].all())
+        self._constraint_rows(name)
+        return name not in self._released
 
     def set_constraint_enabled(self, name: str, enabled: bool) -> None:
         """Enforce constraint `name` or release it (as Karana's SubGraph enable/disableConstraint).
 
         A disabled constraint exerts no force and is left out of the projection: its dependent
-        coordinates move freely.  Enabling one projects the state onto it (dependent coordinates
-        by Gauss-Newton, dependent speeds by the least-norm correction), so the motion resumes on
-        the constraint; if that fails the constraint stays disabled and SimulationError says so.
-        Switches survive ``reset()``: they configure the model, they are not state.
+        coordinates move freely.  Which rows are enforced is judged again for the constraints left
+        enabled: a row that was redundant with the released constraint's (the other wheel's
+        sideways condition on a shared axle) takes its place.  Enabling one projects the state
+        onto it (dependent coordinates by Gauss-Newton, then all speeds by the mass-weighted
+        impulse: an inelastic engagement that keeps the momentum the constraint does not act on),
+        so the motion resumes on the constraint; if that fails the constraint stays disabled and
+        SimulationError says so.  Switches survive ``reset()``: they configure the model, they are
+        not state.
         """
-        rows, flags = self._constraint_rows(name), self.model.buffers.enabled
+        self._constraint_rows(name)
+        if enabled == (name not in self._released):
+            return
         if not enabled:
-            others = [n for n in self.model.redundant_constraints if n != name]
-            if others:
-                raise ValueError(f"cannot disable constraint {name!r}: rows of {', '.join(map(repr, others))} "
-                                 "were dropped as redundant with all constraints enabled, and would be missing")
-            flags[rows] = 0.0
+            self._released.add(name)
+            self._apply_released()
             return
-        if flags[rows].all():
-            return
-        flags[rows] = 1.0
+        self._released.discard(name)
+        self._apply_released()
         try:
             self.model.project_into(self.time)
         except FactorizationError as err:
-            flags[rows] = 0.0
+            self._released.add(name)
+            self._apply_released()
             raise SimulationError(f"cannot enable constraint {name!r}: the state is too far from satisfying it "
                                   f"({FACTORIZATION_FAILURES.get(err.code, err)})", self.time) from None
 
+    def _apply_released(self) -> None:
+        """Row flags for the constraints not released: independent rows among theirs, judged at
+        the generic configurations of the derivation (as the derivation judged all of them)."""
+        names = self.model.constraint_names
+        candidates = [k for k, name in enumerate(names) if name not in self._released]
+        flags = self.model.buffers.enabled
+        flags[:] = 0.0
+        if not self._generic_matrices:  # no samples (a hand-made model): the derivation's choice
+            flags[candidates] = self.model.constraint_defaults[candidates]
+            return
+        best: list[int] = []
+        for matrix in self._generic_matrices:
+            rows = independent_rows(matrix, candidates)
+            best = rows if len(rows) > len(best) else best
+        flags[best] = 1.0
+
+    def _constraint_matrices_at_generic_configurations(self) -> list[np.ndarray]:
+        model, b = self.model, self.model.buffers
+        return [model.evaluate(q, np.zeros(model.n_u), b.inputs, b.params)["constraint_matrix"]
+                for q in model.generic_configurations]
+
     def _constraint_rows(self, name: str) -> np.ndarray:
         rows = np.flatnonzero([n == name for n in self.model.constraint_names])
-        if not len(rows) and name in self.model.redundant_constraints:
-            raise ValueError(f"constraint {name!r} cannot be switched: all its equations were dropped as "
-                             "redundant with the other constraints")
         if not len(rows):
             known = ", ".join(self.constraints) or "none: this robot has no constraints"
             raise ValueError(f"unknown constraint {name!r}; constraints: {known}")
@@ -269,19 +314,36 @@ class Simulator:
     # -- inputs and parameters ---------------------------------------------------------------
     def set_efforts(self, efforts: Mapping[str, float] | Sequence[float]) -> None:
         """Commanded efforts by joint name (others unchanged) or as a full sequence; each is
-        clamped to the joint's URDF effort limit."""
-        inputs = self.model.buffers.inputs
-        if not isinstance(efforts, Mapping):
-            inputs[:] = np.clip(self._vector(efforts, len(inputs), "efforts"), -self.effort_limits, self.effort_limits)
+        clamped to the joint's URDF effort limit.  A joint driven by a motor takes a voltage
+        instead (:meth:`set_voltages`)."""
+        motorized = {joint: motor for motor, joint in self.motor_joints.items()}
+        for name in efforts if isinstance(efforts, Mapping) else ():
+            if name in motorized:
+                raise ValueError(f"joint {name!r} is driven by motor {motorized[name]!r}: command its voltage "
+                                 "(set_voltages), not an effort")
+        self._set_inputs(efforts, self.actuated_joints, self.effort_limits, 0, "effort", "joint")
+
+    def set_voltages(self, voltages: Mapping[str, float] | Sequence[float]) -> None:
+        """Motor voltages by motor name (others unchanged) or as a full sequence in ``motors``
+        order; each is clamped to the motor's voltage limit."""
+        self._set_inputs(voltages, self.motors, self.voltage_limits, len(self.actuated_joints), "voltage", "motor")
+
+    def _set_inputs(self, values: Mapping[str, float] | Sequence[float], names: list[str], limits: np.ndarray,
+                    start: int, what: str, owner: str) -> None:
+        """Write clamped inputs `names` (at `start` in the input vector) by name or in full."""
+        inputs = self.model.buffers.inputs[start:start + len(names)]  # a view
+        if not isinstance(values, Mapping):
+            inputs[:] = np.clip(self._vector(values, len(names), f"{what}s"), -limits, limits)
             return
-        for name, value in efforts.items():
-            if name not in self._actuated_index:
-                raise ValueError(f"joint {name!r} takes no effort; actuated joints: {', '.join(self.actuated_joints)}")
+        for name, value in values.items():
+            if name not in names:
+                known = ", ".join(names) or "none"
+                raise ValueError(f"{owner} {name!r} takes no {what}; {owner}s taking one: {known}")
             value = float(value)
             if not np.isfinite(value):
-                raise ValueError(f"effort of joint {name!r} is not finite: {value}")
-            k = self._actuated_index[name]
-            inputs[k] = min(max(value, -self.effort_limits[k]), self.effort_limits[k])
+                raise ValueError(f"{what} of {owner} {name!r} is not finite: {value}")
+            k = names.index(name)
+            inputs[k] = min(max(value, -limits[k]), limits[k])
 
     def set_parameters(self, values: Mapping[str, float]) -> None:
         """Change parameters by name (e.g. ``{"tool_m": 2.0}``) at run time."""
@@ -339,25 +401,28 @@ class Simulator:
 
     def _advance_adaptive(self, duration: float) -> None:
         b = self.model.buffers
-        start = (b.q.copy(), b.u.copy(), self.time)
-        n_q = len(b.q)
+        start, t0 = np.concatenate([b.q, b.u, b.z]), self.time
+        n_q, n = len(b.q), len(b.q) + len(b.u)
+
+        def load(x: np.ndarray) -> None:
+            b.q[:], b.u[:], b.z[:] = x[:n_q], x[n_q:n], x[n:]
 
         def derivative(t: float, x: np.ndarray) -> np.ndarray:
-            b.q[:], b.u[:] = x[:n_q], x[n_q:]
+            load(x)
             self.model.forward_dynamics_into(t)
-            return np.concatenate([b.qdot, b.udot])
+            return np.concatenate([b.qdot, b.udot, b.zdot])
 
         try:
-            solution = solve_ivp(derivative, (self.time, self.time + duration), np.concatenate(start[:2]),
-                                 method=self.integrator, rtol=self.rtol, atol=self.atol)
+            solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.integrator,
+                                 rtol=self.rtol, atol=self.atol)
         except FactorizationError as err:
-            b.q[:], b.u[:], self.time = start
+            load(start)
             raise self._failure(err.code, at=err.t) from None
         end = solution.y[:, -1]
         if not solution.success or not np.all(np.isfinite(end)):
-            b.q[:], b.u[:], self.time = start
+            load(start)
             raise self._failure(3, at=float(solution.t[-1]), detail=solution.message)
-        b.q[:], b.u[:] = end[:n_q], end[n_q:]
+        load(end)
         self.time += duration
         self._project()
 
@@ -384,15 +449,16 @@ class Simulator:
         """The first coordinate or speed whose value or rate is not finite at, or one Euler step
         after, the current state."""
         b = self.model.buffers
-        names = [*self.coordinate_names, *self.speed_names]
-        state = np.concatenate([b.q, b.u])
+        names = [*self.coordinate_names, *self.speed_names, *self.electrical_state_names]
+        state = np.concatenate([b.q, b.u, b.z])
         try:
             qdot, udot = self.model.forward_dynamics(b.q, b.u, b.inputs, b.params, self.time)
+            rates = np.concatenate([qdot, udot, b.zdot])
         except FactorizationError:
             return None
         finally:
-            b.q[:], b.u[:] = state[:len(b.q)], state[len(b.q):]
-        for candidate in (state, np.concatenate([qdot, udot]), state + self.dt * np.concatenate([qdot, udot])):
+            b.q[:], b.u[:] = state[:len(b.q)], state[len(b.q):len(b.q) + len(b.u)]
+        for candidate in (state, rates, state + self.dt * rates):
             bad = np.flatnonzero(~np.isfinite(candidate))
             if len(bad):
                 return names[bad[0]]
@@ -405,17 +471,18 @@ class Simulator:
         `progress` is called with the fraction done after each sample.
         """
         steps = round(duration / self.dt)
-        samples = [(self.time, self.q, self.u)]
+        samples = [(self.time, self.q, self.u, self.z)]
         done = 0
         while done < steps:
             chunk = min(sample_every, steps - done)
             self.advance(chunk * self.dt)
             done += chunk
-            samples.append((self.time, self.q, self.u))
+            samples.append((self.time, self.q, self.u, self.z))
             if progress is not None:
                 progress(done / steps)
-        times, qs, us = zip(*samples)
-        return Trajectory(np.array(times), np.array(qs), np.array(us), self.coordinate_names, self.speed_names)
+        times, qs, us, zs = zip(*samples)
+        return Trajectory(np.array(times), np.array(qs), np.array(us), self.coordinate_names, self.speed_names,
+                          np.array(zs).reshape(len(times), -1), self.electrical_state_names)
 
     # -- outputs --------------------------------------------------------------------------------
     def outputs(self, dynamics: bool = True) -> SimulationOutputs:
@@ -442,7 +509,8 @@ class Simulator:
             accelerations={},
             joint_positions={j: float(b.q[i]) for j, (i, _) in self._one_dof.items()},
             joint_velocities={j: float(b.u[k]) for j, (_, k) in self._one_dof.items()},
-            efforts=dict(zip(self.actuated_joints, b.inputs.tolist())),
+            efforts=dict(zip(self.actuated_joints, b.inputs.tolist()))
+            | {joint: float(row[2]) for joint, row in zip(self.motor_joints.values(), view(b.out, "motor_states"))},
             link_poses=poses,
             position_error=largest(view(b.out, "phi")[:, 0]),
             velocity_error=largest(A @ b.u + bias),
@@ -451,6 +519,8 @@ class Simulator:
             potential_energy=float(view(b.out, "potential_energy")[0, 0]),
         )
         snapshot["springs"] = _spring_states(self.model.spring_names, view(b.out, "spring_states"))
+        snapshot["motors"] = {name: MotorState(*(float(v) for v in row))
+                              for name, row in zip(self.motors, view(b.out, "motor_states"))}
         if dynamics:  # (the NumPy backend rewrites A and c in out[]: the same values, same state)
             c = view(b.out, "acceleration_bias")[:, 0]
             wrenches = view(b.out, "constraint_wrenches").copy()
@@ -467,7 +537,7 @@ class Simulator:
         for name in self.constraints:
             rows = self._constraint_rows(name)
             generalized = dict(zip(self.speed_names, (-matrix[rows].T @ lam[rows]).tolist()))
-            if name in self.robot.loop_joints:
+            if name in self.robot.loop_joints or name in self.robot.rolling_wheels:
                 wrench = -wrenches[rows].T @ lam[rows]
                 out[name] = ConstraintReaction(generalized, wrench[:3], wrench[3:])
             else:

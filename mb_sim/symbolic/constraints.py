@@ -4,9 +4,12 @@ dropped (seed 004: a loop closure or mimic set can hold more equations than inde
 Redundancy is judged by rank at *generic* configurations: coordinates drawn from a seeded
 uniform distribution (angles in [-pi, pi], floating-base quaternions normalized), projected onto
 the position constraints by Gauss-Newton so the samples are feasible (rank at infeasible points can
-be higher than anywhere on the constraint manifold), at three such samples.  A constraint row that
-adds no rank at any sample is reported and dropped; one whose row is zero at every sample is
-reported as already satisfied.  A holonomic row that does not depend on the coordinates at all is
+be higher than anywhere on the constraint manifold), at three such samples.  A row whose row of A
+is zero at every sample is reported as already satisfied and dropped.  A row that adds no rank
+(greedily, in order) is redundant: it is kept in the equations but *masked* (its enabled flag 0)
+while the rows it depends on are enforced, so when one of those constraints is disabled the
+simulator can judge the rank again among the enabled ones and enforce it instead (two wheels on
+one axle: either can be let slip).  The samples are kept for that.  A holonomic row that does not depend on the coordinates at all is
 either satisfied by the geometry (dropped and reported) or can never hold: then
 :class:`ConstraintError` names it.
 
@@ -27,7 +30,7 @@ from mb_sim.model import FloatingJoint, Robot
 from mb_sim.symbolic.plain import PlainSymbols
 
 __all__ = ["ConstraintAnalysis", "ConstraintEquations", "ConstraintError", "analyse_constraints", "derive_constraints",
-           "GENERIC_SAMPLES", "RANK_TOLERANCE"]
+           "independent_rows", "GENERIC_SAMPLES", "RANK_TOLERANCE"]
 
 GENERIC_SAMPLES = 3
 RANK_TOLERANCE = 1e-9
@@ -61,7 +64,9 @@ class ConstraintEquations:
     as redundant with the others;
     ``wrenches`` (n_c x 6) the unit wrench on a loop joint's child each row's multiplier scales
     (zero rows for constraints between coordinates); ``dependent_coordinates`` and
-    ``dependent_speeds`` are indices into q and u (see the module docstring).
+    ``dependent_speeds`` are indices into q and u (see the module docstring);
+    ``enabled_by_default`` is False for the redundant rows (masked while all are enabled), and
+    ``generic_configurations`` the samples the rank was judged at.
     """
 
     phi: Matrix
@@ -77,6 +82,8 @@ class ConstraintEquations:
     dependent_coordinates: list[int] = field(default_factory=list)
     dependent_speeds: list[int] = field(default_factory=list)
     analysis: ConstraintAnalysis | None = None
+    enabled_by_default: list[bool] = field(default_factory=list)
+    generic_configurations: list[list[float]] = field(default_factory=list)
 
 
 def _constraint_owners(robot: Robot) -> list:
@@ -135,29 +142,33 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
     owners = _constraint_owners(robot)
     labels = [_row_label(owner, expression) for owner, expression in zip(owners, stated)]
     _check_coordinate_free_rows(robot, phi, {*q, plain.time}, labels)
-    keep, report, redundant, sample = _independent_rows(robot, plain, phi, jacobian, matrix, labels)
+    keep, independent, report, redundant, sample, configurations = _independent_rows(
+        robot, plain, phi, jacobian, matrix, labels)
     report = [f"{label} holds identically (whatever the coordinates); left out"
               for component in robot.walk() for label in getattr(component, "satisfied", ())] + report
     n_h = phi.shape[0]
-    matrix, bias = matrix.extract(keep, list(range(len(u)))), bias.extract(keep, [0])
+    columns_q, columns_u = list(range(len(q))), list(range(len(u)))
+    coordinates, speeds = _dependent(robot, plain, jacobian.extract([k for k in independent if k < n_h], columns_q),
+                                     matrix.extract(independent, columns_u), sample)
+    matrix, bias = matrix.extract(keep, columns_u), bias.extract(keep, [0])
     acceleration_bias = (matrix * u + bias).jacobian(q) * plain.qdot + (matrix * u + bias).diff(plain.time)
     holonomic = [k for k in keep if k < n_h]
-    phi, jacobian = phi.extract(holonomic, [0]), jacobian.extract(holonomic, list(range(len(q))))
+    phi, jacobian = phi.extract(holonomic, [0]), jacobian.extract(holonomic, columns_q)
     wrenches = Matrix.vstack(zeros(0, 6), *[_row_wrench(owners[k], stated[k], plain) for k in keep])
-    coordinates, speeds = _dependent(robot, plain, jacobian, matrix, sample)
-    analysis.kept = len(keep)
+    analysis.kept = len(independent)
     return ConstraintEquations(phi, jacobian, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
                                list(dict.fromkeys(owners[k].name for k in redundant)), [labels[k] for k in keep],
-                               wrenches, coordinates, speeds, analysis)
+                               wrenches, coordinates, speeds, analysis, [k in independent for k in keep],
+                               [[float(v) for v in c] for c in configurations])
 
 
 def analyse_constraints(robot: Robot) -> ConstraintEquations:
     """The constraint analysis of `robot` alone (no Kane's equations): what is kept, dropped and
     why, the dependent coordinates, and the degrees of freedom (``.analysis``)."""
-    from mb_sim.symbolic.derive import joint_efforts
+    from mb_sim.symbolic.derive import robot_inputs
 
     system = robot.system
-    return derive_constraints(robot, PlainSymbols(list(system.q), list(system.u), joint_efforts(robot),
+    return derive_constraints(robot, PlainSymbols(list(system.q), list(system.u), robot_inputs(robot),
                                                   list(system.kdes)))
 
 
@@ -185,23 +196,11 @@ def _dependent(robot: Robot, plain: PlainSymbols, jacobian: Matrix, matrix: Matr
     coordinates = []
     if jacobian.shape[0]:
         declared = [q_list.index(c) for c in system.q_dep]
-        coordinates = _greedy_columns(at_sample(jacobian), declared + list(range(len(q_list)))[::-1])
+        coordinates = independent_rows(at_sample(jacobian).T, list(dict.fromkeys(declared + list(range(len(q_list)))[::-1])))
     moved = [joint for joint in robot.joints.values() if any(q_list.index(c) in coordinates for c in joint.q)]
     preferred = [u_list.index(s) for joint in moved for s in joint.u]
     preferred += [u_list.index(s) for s in system.u_dep] + list(range(len(u_list)))[::-1]
-    return sorted(coordinates), sorted(_greedy_columns(at_sample(matrix), preferred))
-
-
-def _greedy_columns(matrix: np.ndarray, order: list[int]) -> list[int]:
-    """Columns of `matrix`, taken in `order` (repeats skipped), each raising the rank, until full row rank."""
-    chosen: list[int] = []
-    tolerance = RANK_TOLERANCE * max(1.0, np.abs(matrix).max()) if matrix.size else 0.0
-    for column in dict.fromkeys(order):
-        if len(chosen) == matrix.shape[0]:
-            break
-        if np.linalg.matrix_rank(matrix[:, chosen + [column]], tol=tolerance) == len(chosen) + 1:
-            chosen.append(column)
-    return chosen
+    return sorted(coordinates), sorted(independent_rows(at_sample(matrix).T, list(dict.fromkeys(preferred))))
 
 
 def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix) -> list[np.ndarray]:
@@ -228,30 +227,38 @@ def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix, jaco
 
 
 def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix, matrix: Matrix,
-                      names: list[str]) -> tuple[list[int], list[str], list[int], np.ndarray]:
-    """Rows of A kept (greedy by rank, in order), a report on the rest, the rows dropped as
-    redundant (not merely zero), and the sampled configuration the kept rows were chosen at."""
+                      names: list[str]) -> tuple[list[int], list[int], list[str], list[int], np.ndarray, list]:
+    """The rows kept (all but zero ones), the independent ones among them (greedy by rank, in
+    order, at the sample giving the most), a report on the others, the redundant rows, that
+    sample, and all samples."""
     numeric = lambdify([plain.q], matrix.xreplace(robot.parameters), "numpy")
     configurations = _generic_configurations(robot, plain, phi, jacobian)
     samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in configurations]
     best_keep: list[int] = []
     best = configurations[0]
     for A, configuration in zip(samples, configurations):
-        keep: list[int] = []
-        for row in range(A.shape[0]):
-            trial = A[keep + [row]]
-            tolerance = RANK_TOLERANCE * max(1.0, np.abs(A).max())
-            if np.linalg.matrix_rank(trial, tol=tolerance) == len(keep) + 1:
-                keep.append(row)
+        keep = independent_rows(A, range(A.shape[0]))
         if len(keep) > len(best_keep):
             best_keep, best = keep, configuration
-    report, redundant = [], []
+    report, redundant, kept = [], [], []
     for row in range(matrix.shape[0]):
         if row in best_keep:
-            continue
-        if all(np.abs(A[row]).max() == 0.0 for A in samples):
+            kept.append(row)
+        elif all(np.abs(A[row]).max() == 0.0 for A in samples):
             report.append(f"constraint {row} ({names[row]}) is already satisfied (zero row); dropped")
         else:
-            report.append(f"constraint {row} ({names[row]}) is redundant with the others; dropped")
+            report.append(f"constraint {row} ({names[row]}) is redundant with the others; masked while "
+                          "they are enforced")
             redundant.append(row)
-    return best_keep, report, redundant, best
+            kept.append(row)
+    return kept, best_keep, report, redundant, best, configurations
+
+
+def independent_rows(matrix: np.ndarray, rows) -> list[int]:
+    """`rows` of `matrix`, taken in order, each kept if it raises the rank (RANK_TOLERANCE)."""
+    tolerance = RANK_TOLERANCE * max(1.0, np.abs(matrix).max()) if matrix.size else 0.0
+    keep: list[int] = []
+    for row in rows:
+        if np.linalg.matrix_rank(matrix[keep + [row]], tol=tolerance) == len(keep) + 1:
+            keep.append(row)
+    return keep

@@ -7,20 +7,35 @@ from typing import Callable
 from sympy import Matrix, zeros
 from sympy.physics.mechanics import dynamicsymbols
 
-from mb_sim.model import FloatingJoint, JointEffort, Robot
+from mb_sim.model import DCMotor, FloatingJoint, JointEffort, Robot
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import EquationsOfMotion
 from mb_sim.symbolic.kane import derive_kane
 from mb_sim.symbolic.plain import PlainSymbols
 from mb_sim.symbolic.temporaries import Temporaries
 
-__all__ = ["derive_equations", "joint_efforts"]
+__all__ = ["derive_equations", "electrical_states", "joint_efforts", "motors", "robot_inputs"]
 
 
 def joint_efforts(robot: Robot) -> list:
     """The effort inputs of the robot, in joint order."""
     return [group.effort for joint in robot.joints.values() for group in joint.load_groups
             if isinstance(group, JointEffort)]
+
+
+def motors(robot: Robot) -> list[DCMotor]:
+    """The robot's DC motors, in joint order."""
+    return [group for joint in robot.joints.values() for group in joint.load_groups if isinstance(group, DCMotor)]
+
+
+def robot_inputs(robot: Robot) -> list:
+    """Every input: the joint efforts, then the motor voltages (each in joint order)."""
+    return joint_efforts(robot) + [motor.voltage for motor in motors(robot)]
+
+
+def electrical_states(robot: Robot) -> list[tuple]:
+    """``(state, rate, linear coefficient)`` of every component's electrical states, in tree order."""
+    return [state for component in robot.walk() for state in component.electrical_states()]
 
 
 def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None) -> EquationsOfMotion:
@@ -35,9 +50,10 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
             progress(f"[{time.perf_counter() - start:6.2f} s] {robot.name}: {stage}")
 
     system = robot.system
-    efforts = joint_efforts(robot)
-    report(f"{len(system.q)} coordinates, {len(system.u)} speeds, {len(efforts)} inputs")
-    plain = PlainSymbols(list(system.q), list(system.u), efforts, list(system.kdes))
+    inputs, states = robot_inputs(robot), electrical_states(robot)
+    report(f"{len(system.q)} coordinates, {len(system.u)} speeds, {len(states)} electrical states, "
+           f"{len(inputs)} inputs")
+    plain = PlainSymbols(list(system.q), list(system.u), inputs, list(system.kdes), [s for s, _, _ in states])
     temps = Temporaries()
     report("Kane's equations, link by link")
     kane = derive_kane(robot, plain, temps)
@@ -63,6 +79,9 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "constraint_wrenches": constraints.wrenches,
         "spring_states": Matrix.vstack(zeros(0, 12), *[plain.convert_matrix(s.state) for s in springs]),
         "spring_lengths": Matrix([plain.convert(s.length) for s in springs]) if springs else zeros(0, 1),
+        "electrical_rates": Matrix([plain.convert(rate) for _, rate, _ in states]) if states else zeros(0, 1),
+        "electrical_decay": Matrix([plain.convert(decay) for _, _, decay in states]) if states else zeros(0, 1),
+        "motor_states": Matrix.vstack(zeros(0, 4), *[plain.convert_matrix(Matrix([m.state])) for m in motors(robot)]),
     }
     parameters = robot.parameters
     descriptions = {**{plain.plain(k): v for k, v in robot.descriptions.items() if plain.knows(k)},
@@ -70,13 +89,14 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
                     **temps.meanings}
     report("done")
     return EquationsOfMotion(
-        name=robot.name, q=plain.q, u=plain.u, inputs=plain.inputs, parameters=list(parameters),
+        name=robot.name, q=plain.q, u=plain.u, z=plain.states, inputs=plain.inputs, parameters=list(parameters),
         parameter_values=list(parameters.values()), time=dynamicsymbols._t,
         temporaries=temps.assignments, outputs=outputs, link_names=list(robot.links),
         descriptions=descriptions,
         dependent_coordinates=constraints.dependent_coordinates, dependent_speeds=constraints.dependent_speeds,
         quaternion_starts=[list(system.q).index(j.q[3]) for j in robot.joints.values() if isinstance(j, FloatingJoint)],
         constraint_names=constraints.names, redundant_constraints=constraints.redundant,
-        constraint_labels=constraints.labels, spring_names=[s.name for s in springs],
+        constraint_labels=constraints.labels, constraint_defaults=constraints.enabled_by_default,
+        generic_configurations=constraints.generic_configurations, spring_names=[s.name for s in springs],
         force_laws=[(s.name, s.spring_description.law) for s in springs if s.law_index is not None],
     )

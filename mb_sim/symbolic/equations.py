@@ -1,8 +1,8 @@
 """The derived equations of motion of a robot, as the code generators consume them.
 
 All quantities are in terms of plain SymPy symbols (no functions of time): coordinates ``q``,
-speeds ``u``, ``inputs`` (joint efforts), ``parameters`` (values in ``parameter_values``) and time
-``time``.  ``temporaries`` are named intermediate quantities, in evaluation order: each right-hand
+speeds ``u``, electrical states ``z`` (motor currents), ``inputs`` (joint efforts, then motor
+voltages), ``parameters`` (values in ``parameter_values``) and time ``time``.  ``temporaries`` are named intermediate quantities, in evaluation order: each right-hand
 side uses only the input symbols and earlier temporaries.  This keeps expression size near-linear
 in the number of bodies.
 
@@ -31,6 +31,11 @@ name                   shape          meaning
 ``spring_states``      (n_s, 12)      per spring-damper: marker positions p0, p1, relative
                                       velocity v1 - v0 (world axes), length L, L', scalar force
 ``spring_lengths``     (n_s, 1)       per spring-damper, its length L (checked by the dynamics)
+``electrical_rates``   (n_z, 1)       z' of the electrical states (motor currents)
+``electrical_decay``   (n_z, 1)       per electrical state, the coefficient ``lambda`` of the
+                                      part ``lambda z`` of z' linear in z itself (-R/L for a
+                                      motor; the integrator takes it exactly)
+``motor_states``       (n_m, 4)       per DC motor: voltage, current, joint torque, joint speed
 =====================  =============  ===========================================================
 
 Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``; the generalized
@@ -54,7 +59,8 @@ __all__ = ["EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 OUTPUT_NAMES = (
     "mass_matrix", "forcing", "qdot", "phi", "phi_jacobian", "constraint_matrix",
     "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
-    "constraint_wrenches", "spring_states", "spring_lengths",
+    "constraint_wrenches", "spring_states", "spring_lengths", "electrical_rates", "electrical_decay",
+    "motor_states",
 )
 #: Columns of the spring_states output.
 SPRING_STATE_COLUMNS = 12
@@ -74,7 +80,12 @@ class EquationsOfMotion:
     as redundant with the others, judged with every constraint enabled; ``constraint_labels``
     says what each row is (for messages).
 
-    ``spring_names`` names the rows of the spring outputs; ``force_laws`` holds, per spring with a
+    ``constraint_defaults`` holds, per constraint row, whether it is enforced with every
+    constraint enabled (False for redundant rows, masked until a constraint they depend on is
+    disabled; empty: all True); ``generic_configurations`` are the configurations redundancy was
+    judged at, so it can be judged again for another set of enabled constraints.
+    ``z`` are the electrical states (motor currents; empty by default) and ``motor_names`` names
+    the rows of ``motor_states``; ``spring_names`` names the rows of the spring outputs; ``force_laws`` holds, per spring with a
     user force law (numbered as its generated code calls back), ``(spring name, law name)``.
     Outputs introduced after the first ones (``constraint_wrenches`` and the spring outputs) are
     filled with zeros of the right shape when not given.
@@ -99,11 +110,17 @@ class EquationsOfMotion:
     constraint_labels: list[str] = field(default_factory=list)
     spring_names: list[str] = field(default_factory=list)
     force_laws: list[tuple[str, str]] = field(default_factory=list)
+    z: list[Symbol] = field(default_factory=list)
+    motor_names: list[str] = field(default_factory=list)
+    constraint_defaults: list[bool] = field(default_factory=list)
+    generic_configurations: list[list[float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         defaults = {"constraint_wrenches": (self.n_constraints, 6),
                     "spring_states": (len(self.spring_names), SPRING_STATE_COLUMNS),
-                    "spring_lengths": (len(self.spring_names), 1)}
+                    "spring_lengths": (len(self.spring_names), 1),
+                    "electrical_rates": (len(self.z), 1), "electrical_decay": (len(self.z), 1),
+                    "motor_states": (len(self.motor_names), 4)}
         for name, shape in defaults.items():
             self.outputs.setdefault(name, Matrix.zeros(*shape))
 
@@ -114,6 +131,11 @@ class EquationsOfMotion:
     @property
     def n_u(self) -> int:
         return len(self.u)
+
+    @property
+    def n_z(self) -> int:
+        """Number of electrical states."""
+        return len(self.z)
 
     @property
     def n_holonomic(self) -> int:

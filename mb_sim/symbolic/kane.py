@@ -238,6 +238,10 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
                     mass[k, l] += m * _dot(vc_k[k], vc_k[l]) + _dot(kin.angular_partials[k], Iw_k[l])
         kinetic += Rational(1, 2) * (m * _dot(vc, vc) + _dot(w, Iw))
         potential -= m * _dot(gravity, kin.position + kin.rotation * c)
+    for component in robot.walk():  # rotor inertias reflected through gears
+        for speed, inertia in component.reflected_inertia():
+            k = rec.speed_index[speed]
+            mass[k, k] += plain.convert(inertia)
     for k in range(n_u):
         for l in range(k):
             mass[k, l] = mass[l, k]

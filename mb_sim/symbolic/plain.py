@@ -12,14 +12,16 @@ __all__ = ["PlainSymbols"]
 
 
 class PlainSymbols:
-    """Maps between a System's dynamic symbols and plain ``Symbol`` objects."""
+    """Maps between a System's dynamic symbols and plain ``Symbol`` objects: coordinates,
+    speeds, inputs and the electrical states (a motor's current)."""
 
-    def __init__(self, q: list, u: list, inputs: list, kdes: list) -> None:
+    def __init__(self, q: list, u: list, inputs: list, kdes: list, states: list = ()) -> None:
         self.time = dynamicsymbols._t
         self.q = [Symbol(symbol_name(x), real=True) for x in q]
         self.u = [Symbol(symbol_name(x), real=True) for x in u]
         self.inputs = [Symbol(symbol_name(x), real=True) for x in inputs]
-        self._to_plain = dict(zip([*q, *u, *inputs], [*self.q, *self.u, *self.inputs]))
+        self.states = [Symbol(symbol_name(x), real=True) for x in states]
+        self._to_plain = dict(zip([*q, *u, *inputs, *states], [*self.q, *self.u, *self.inputs, *self.states]))
         qdots = [x.diff(dynamicsymbols._t) for x in q]
         coefficients, rhs = linear_eq_to_matrix(list(kdes), qdots)
         solved = coefficients.LUsolve(rhs)
@@ -41,9 +43,9 @@ class PlainSymbols:
         return matrix.applyfunc(self.convert)
 
     def knows(self, dynamic: Basic) -> bool:
-        """Whether `dynamic` is one of the coordinates, speeds or inputs."""
+        """Whether `dynamic` is one of the coordinates, speeds, inputs or electrical states."""
         return dynamic in self._to_plain
 
     def plain(self, dynamic: Basic) -> Symbol:
-        """The plain symbol of a coordinate, speed or input."""
+        """The plain symbol of a coordinate, speed, input or electrical state."""
         return self._to_plain[dynamic]

@@ -3,15 +3,15 @@
 Nothing here knows about SymPy; the model layer builds components from the description.
 """
 from mb_sim.urdf.description import (
-    ComponentSpec, CoordinateConstraintDescription, Extensions, Inertial, JointDescription, JointLimit,
+    ComponentSpec, CoordinateConstraintDescription, DCMotorDescription, Extensions, Inertial, JointDescription, JointLimit,
     JointSpringDescription, LinkDescription, LoopJointDescription, Marker, Mimic, RobotDescription,
-    SpringDamperDescription,
+    RollingWheelDescription, SpringDamperDescription,
 )
 from mb_sim.urdf.errors import URDFError, URDFWarning
 from mb_sim.urdf.parser import parse_urdf
 
 __all__ = [
-    "ComponentSpec", "CoordinateConstraintDescription", "Extensions", "Inertial", "JointDescription",
+    "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
     "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
-    "RobotDescription", "SpringDamperDescription", "URDFError", "URDFWarning", "parse_urdf",
+    "RobotDescription", "RollingWheelDescription", "SpringDamperDescription", "URDFError", "URDFWarning", "parse_urdf",
 ]

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "ComponentSpec", "CoordinateConstraintDescription", "Extensions", "Inertial", "JointDescription",
+    "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
     "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
-    "RobotDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
+    "RobotDescription", "RollingWheelDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
     "STANDARD_GRAVITY", "WORLD_LINK",
 ]
 
@@ -172,6 +172,38 @@ class JointSpringDescription:
 
 
 @dataclass(frozen=True)
+class DCMotorDescription:
+    """``<dc_motor>``: an armature-controlled DC motor driving a one-DoF joint from its parent link.
+
+    ``L di/dt = V - R i - K n q'`` (no current state if ``inductance`` is 0: ``i = (V - K n q') / R``),
+    joint torque ``n K i``, rotor inertia reflected as ``n^2 J``, shaft friction as ``n^2 b``;
+    commanded voltages are clamped to ``voltage_limit``.
+    """
+
+    name: str
+    joint: str
+    torque_constant: float
+    resistance: float
+    inductance: float = 0.0
+    gear_ratio: float = 1.0
+    rotor_inertia: float = 0.0
+    viscous_friction: float = 0.0
+    voltage_limit: float = float("inf")
+
+
+@dataclass(frozen=True)
+class RollingWheelDescription:
+    """``<rolling_wheel>``: link `link` (its frame origin the wheel centre) rolls without slipping on
+    the plane z = 0; ``axis`` (link frame) is its spin axis, None for the axis of the joint that
+    moves it."""
+
+    name: str
+    link: str
+    radius: float
+    axis: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class Extensions:
     """What the ``<mb_sim>`` element adds to a URDF; ``gravity`` is None where it says nothing."""
 
@@ -180,6 +212,8 @@ class Extensions:
     spring_dampers: list[SpringDamperDescription] = field(default_factory=list)
     joint_springs: list[JointSpringDescription] = field(default_factory=list)
     gravity: np.ndarray | None = None
+    dc_motors: list[DCMotorDescription] = field(default_factory=list)
+    rolling_wheels: list[RollingWheelDescription] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from mb_sim.urdf.description import (
-    LOOP_JOINT_TYPES, CoordinateConstraintDescription, Extensions, JointSpringDescription,
-    LoopJointDescription, Marker, SpringDamperDescription,
+    LOOP_JOINT_TYPES, CoordinateConstraintDescription, DCMotorDescription, Extensions, JointSpringDescription,
+    LoopJointDescription, Marker, RollingWheelDescription, SpringDamperDescription,
 )
 from mb_sim.urdf.errors import URDFError
 
@@ -59,7 +59,8 @@ class _Element:
                       "'_', '-' and '.'")
         return value
 
-    def number(self, attribute: str, default: float | None = None, minimum: float | None = None) -> float:
+    def number(self, attribute: str, default: float | None = None, minimum: float | None = None,
+               positive: bool = False, nonzero: bool = False) -> float:
         raw = self.element.get(attribute)
         if raw is None:
             if default is None:
@@ -68,6 +69,10 @@ class _Element:
         value = _numbers(raw, 1, lambda p: self.fail(p, f" <{self.element.tag} {attribute}=\"{raw}\">"))[0]
         if minimum is not None and value < minimum:
             self.fail(f"{attribute} must not be below {minimum:g}, got {value:g}")
+        if positive and not value > 0:
+            self.fail(f"{attribute} must be positive, got {value:g}")
+        if nonzero and value == 0:
+            self.fail(f"{attribute} must not be zero")
         return value
 
     def flag(self, attribute: str, default: bool) -> bool:
@@ -189,6 +194,32 @@ def _joint_spring(raw: ET.Element, source: str) -> JointSpringDescription:
                                   reference=e.number("reference", 0.0), damping=e.number("damping", 0.0, minimum=0.0))
 
 
+def _dc_motor(raw: ET.Element, source: str) -> DCMotorDescription:
+    e = _Element(raw, source, ("name", "joint", "torque_constant", "resistance", "inductance", "gear_ratio",
+                               "rotor_inertia", "viscous_friction", "voltage_limit"))
+    e.children(())
+    return DCMotorDescription(
+        e.name(), e.text("joint"), torque_constant=e.number("torque_constant", positive=True),
+        resistance=e.number("resistance", positive=True), inductance=e.number("inductance", 0.0, minimum=0.0),
+        gear_ratio=e.number("gear_ratio", 1.0, nonzero=True), rotor_inertia=e.number("rotor_inertia", 0.0, minimum=0.0),
+        viscous_friction=e.number("viscous_friction", 0.0, minimum=0.0),
+        voltage_limit=e.number("voltage_limit", float("inf"), positive=True))
+
+
+def _rolling_wheel(raw: ET.Element, source: str) -> RollingWheelDescription:
+    e = _Element(raw, source, ("name", "link", "radius"))
+    found = e.children(("axis",))
+    axis_element = _single(e, found, "axis")
+    axis = None
+    if axis_element is not None:
+        axis = e.vector(axis_element, "xyz", (0, 0, 0))
+        norm = float(np.linalg.norm(axis))
+        if norm < 1e-12:
+            e.fail("axis is zero", " <axis>")
+        axis = axis / norm
+    return RollingWheelDescription(e.name(), e.text("link"), e.number("radius", positive=True), axis)
+
+
 def _gravity(raw: ET.Element, source: str) -> np.ndarray:
     e = _Element(raw, source, ("xyz",))
     e.children(())
@@ -198,7 +229,8 @@ def _gravity(raw: ET.Element, source: str) -> np.ndarray:
 
 
 _READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
-            "spring_damper": _spring_damper, "joint_spring": _joint_spring}
+            "spring_damper": _spring_damper, "joint_spring": _joint_spring, "dc_motor": _dc_motor,
+            "rolling_wheel": _rolling_wheel}
 
 
 def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
@@ -220,4 +252,5 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
     if len(gravity) > 1:
         raise URDFError(source, f"{EXTENSION_TAG} gravity", f"given {len(gravity)} times; give it once")
     return Extensions(found["loop_joint"], found["coordinate_constraint"], found["spring_damper"],
-                      found["joint_spring"], gravity[0] if gravity else None)
+                      found["joint_spring"], gravity[0] if gravity else None, found["dc_motor"],
+                      found["rolling_wheel"])

@@ -141,6 +141,8 @@ def _check_extensions(source: str, extensions: Extensions, links: dict[str, Link
     elements += [("coordinate_constraint", e) for e in extensions.coordinate_constraints]
     elements += [("spring_damper", e) for e in extensions.spring_dampers]
     elements += [("joint_spring", e) for e in extensions.joint_springs]
+    elements += [("dc_motor", e) for e in extensions.dc_motors]
+    elements += [("rolling_wheel", e) for e in extensions.rolling_wheels]
     seen: dict[str, str] = {}
     for kind, element in elements:
         label = f"mb_sim {kind} '{element.name}'"
@@ -159,6 +161,24 @@ def _check_extensions(source: str, extensions: Extensions, links: dict[str, Link
             if JOINT_TYPES[by_joint[joint].type] != 1:
                 raise URDFError(source, label, f"{role} '{joint}' is {by_joint[joint].type}; "
                                                "it needs a one-DoF joint (revolute, continuous or prismatic)")
+    _check_motors_and_wheels(source, extensions, joints)
+
+
+def _check_motors_and_wheels(source: str, extensions: Extensions, joints: list[JointDescription]) -> None:
+    """One motor per joint; a wheel without an <axis> must be moved by a revolute joint."""
+    driven: dict[str, str] = {}
+    for motor in extensions.dc_motors:
+        if motor.joint in driven:
+            raise URDFError(source, f"mb_sim dc_motor '{motor.name}'",
+                            f"joint '{motor.joint}' already has the motor '{driven[motor.joint]}'")
+        driven[motor.joint] = motor.name
+    by_child = {joint.child: joint for joint in joints}
+    for wheel in extensions.rolling_wheels:
+        joint = by_child.get(wheel.link)
+        if wheel.axis is None and (joint is None or joint.type not in ("revolute", "continuous")):
+            raise URDFError(source, f"mb_sim rolling_wheel '{wheel.name}'",
+                            f"link '{wheel.link}' is not moved by a revolute or continuous joint; give the "
+                            "wheel's spin axis with <axis xyz=...>")
 
 
 def _links_of(kind: str, element) -> list[tuple[str, str]]:
@@ -166,12 +186,14 @@ def _links_of(kind: str, element) -> list[tuple[str, str]]:
         return [("parent", element.parent), ("child", element.child)]
     if kind == "spring_damper":
         return [(f"marker {i}", marker.link) for i, marker in enumerate(element.markers)]
+    if kind == "rolling_wheel":
+        return [("wheel", element.link)]
     return []
 
 
 def _joints_of(kind: str, element) -> list[tuple[str, str]]:
     if kind == "coordinate_constraint":
         return [("joint", element.joint), ("reference joint", element.reference)]
-    if kind == "joint_spring":
+    if kind in ("joint_spring", "dc_motor"):
         return [("joint", element.joint)]
     return []
