@@ -75,7 +75,8 @@ def test_rviz_config_shows_the_robot_from_its_description_topic_in_world(repo):
     assert manager["Global Options"]["Fixed Frame"] == "world"
     displays = {display["Class"]: display for display in manager["Displays"]}
     assert set(displays) == {"rviz_default_plugins/Grid", "rviz_default_plugins/RobotModel",
-                             "rviz_default_plugins/TF"}
+                             "rviz_default_plugins/TF", "rviz_default_plugins/MarkerArray"}
+    assert displays["rviz_default_plugins/MarkerArray"]["Topic"]["Value"] == "/mb_sim/springs"  # the node's ~/springs
     assert all(display["Enabled"] for display in displays.values())
     robot = displays["rviz_default_plugins/RobotModel"]
     assert robot["Description Source"] == "Topic"

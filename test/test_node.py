@@ -284,6 +284,7 @@ def test_bad_parameters_name_the_parameter_and_exit_1(tmp_path, node_env):
         "urdf_file": ["-p", f"urdf_file:={bad_urdf}"],
         "initial_positions.nope": ["-p", "initial_positions.nope:=1.0"],
         "disabled_constraints": ["-p", "disabled_constraints:=[elbow]"],
+        "spring_force_scale": ["-p", "spring_force_scale:=0.0"],
     }
     procs = {name: subprocess.Popen([str(NODE_EXE), "--ros-args", *arguments], env=node_env, text=True,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -297,6 +298,7 @@ def test_bad_parameters_name_the_parameter_and_exit_1(tmp_path, node_env):
         assert "Traceback" not in errors[name], errors[name]
     assert "bad.urdf" in errors["urdf_file"] and "axis" in errors["urdf_file"]
     assert "unknown constraint 'elbow'" in errors["disabled_constraints"]
+    assert "must be positive" in errors["spring_force_scale"]
 
 
 # -- the pendulum, running in real time ---------------------------------------------------------

@@ -13,10 +13,13 @@ from transforms3d.euler import euler2mat
 
 from mb_sim.model import load_urdf
 from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
-from mb_sim.ros.constraint_services import constraint_service_names
+from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
 from mb_sim.ros.conversions import (
-    odometry, pose_matrix, quaternion, seconds, stamp, transform_matrix, transform_stamped,
+    odometry, pose_matrix, quaternion, seconds, stamp, transform_matrix, transform_stamped, wrench_stamped,
 )
+from mb_sim.ros.reactions import loop_wrenches, wrench_in_child_frame
+from mb_sim.ros.springs import COMPRESSION, LINE_WIDTH, NEUTRAL, TENSION, spring_color, spring_markers
+from mb_sim.sim.outputs import SpringState
 from mb_sim.sim.frames import base_twist_function, frame_tree, relative_pose
 from mb_sim.ros.pacing import Pacer, RateMonitor, is_lagging, steps_per_period
 
@@ -287,6 +290,98 @@ def test_constraints_sharing_a_service_name_are_refused():
     with pytest.raises(ValueError, match=r"constraints 'loop-a' and 'loop\.a' would share the service "
                                          r"~/constraints/loop_a/enable"):
         constraint_service_names(["loop-a", "loop.a"])
+
+
+def test_wrench_topics_use_the_service_tokens():
+    from rclpy.validate_full_topic_name import validate_full_topic_name
+
+    topics = constraint_wrench_topics(["rocker_pin", "left.pin", "2nd"])
+    assert topics == {"rocker_pin": "~/constraints/rocker_pin/wrench", "left.pin": "~/constraints/left_pin/wrench",
+                      "2nd": "~/constraints/_2nd/wrench"}
+    for topic in topics.values():
+        validate_full_topic_name(topic.replace("~", "/mb_sim"))  # raises if invalid
+
+
+# -- loop-joint reactions -----------------------------------------------------------------------
+def test_wrench_in_child_frame_by_hand():
+    """Parent link yawed +90 deg, the loop joint's origin yawed back -90 deg: J has the world's
+    axes.  The child link is yawed 180 deg (its x is world -x), C is 2 m along its x axis, so
+    C - O_child = (-2, 0, 0) in world axes.  Reaction on the child at C (J = world axes):
+    F = (0, 1, 0) N, torque about C (0.5, 0, 3) N m.  About O_child (world axes):
+    (0.5, 0, 3) + (-2, 0, 0) x (0, 1, 0) = (0.5, 0, 1); in child axes (x, y flipped):
+    F = (0, -1, 0), torque (-0.5, 0, 1)."""
+    parent = _pose([5.0, -1.0, 2.0], [0.0, 0.0, math.pi / 2])
+    child = _pose([0.3, 0.7, -0.2], [0.0, 0.0, math.pi])
+    force, torque = wrench_in_child_frame([0.0, 1.0, 0.0], [0.5, 0.0, 3.0], parent, child,
+                                          origin_rpy=[0.0, 0.0, -math.pi / 2], child_origin_xyz=[2.0, 0.0, 0.0])
+    np.testing.assert_allclose(force, [0.0, -1.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(torque, [-0.5, 0.0, 1.0], atol=1e-15)
+
+
+def test_wrench_in_child_frame_tilted():
+    """J pitched +90 deg in a parent at the world's axes (J's x is world -z, its z world x); the
+    child rolled +90 deg (its y is world z, its z world -y), C at (0, 0, 1) in the child
+    (world (0, -1, 0) from O_child).  F = (1, 0, 0) in J = (0, 0, -1) world = (0, -1, 0) child;
+    torque about C (0, 0, 2) in J = (2, 0, 0) world = (2, 0, 0) child; moment of F about O_child:
+    (0, -1, 0) x (0, 0, -1) = (1, 0, 0) world = (1, 0, 0) child: torque (3, 0, 0)."""
+    force, torque = wrench_in_child_frame([1.0, 0.0, 0.0], [0.0, 0.0, 2.0], np.eye(4),
+                                          _pose([1.0, 2.0, 3.0], [math.pi / 2, 0.0, 0.0]),
+                                          origin_rpy=[0.0, math.pi / 2, 0.0], child_origin_xyz=[0.0, 0.0, 1.0])
+    np.testing.assert_allclose(force, [0.0, -1.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(torque, [3.0, 0.0, 0.0], atol=1e-15)
+
+
+def test_loop_wrenches_of_the_four_bar(repo):
+    robot = load_urdf(repo / "urdf" / "four_bar.urdf")
+    tree = frame_tree(robot, "world", "fb/")
+    frames = {edge.child_link: edge.child_frame for edge in [*tree.moving, *tree.static]}
+    [wrench] = loop_wrenches(robot.loop_joints, constraint_wrench_topics(["rocker_pin"]), frames)
+    assert (wrench.constraint, wrench.topic, wrench.frame) == ("rocker_pin", "~/constraints/rocker_pin/wrench",
+                                                               "fb/rocker")
+    assert (wrench.parent, wrench.child) == ("ground", "rocker")
+    np.testing.assert_array_equal(wrench.child_origin_xyz, [3.0, 0.0, 0.0])
+    assert loop_wrenches(robot.loop_joints, {}, frames) == []  # no topic, no wrench
+
+
+def test_wrench_stamped_message():
+    message = wrench_stamped("rocker", [1.0, 2.0, 3.0], np.array([4.0, 5.0, 6.0]), stamp(1.5))
+    assert message.header.frame_id == "rocker" and seconds(message.header.stamp) == 1.5
+    w = message.wrench
+    assert [w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z] == [1, 2, 3, 4, 5, 6]
+
+
+# -- spring markers -----------------------------------------------------------------------------
+def test_spring_color_blends_grey_to_red_in_tension_and_blue_in_compression():
+    assert spring_color(0.0, 10.0) == (*NEUTRAL, 1.0)
+    assert spring_color(10.0, 10.0) == (*TENSION, 1.0) == spring_color(1e9, 10.0) == spring_color(math.inf, 10.0)
+    assert spring_color(-25.0, 10.0) == (*COMPRESSION, 1.0)
+    np.testing.assert_allclose(spring_color(2.5, 10.0), [0.7, 0.45, 0.45, 1.0])  # a quarter of the way to red
+    np.testing.assert_allclose(spring_color(-5.0, 10.0), [0.3, 0.3, 0.8, 1.0])  # half way to blue
+    assert spring_color(math.nan, 10.0) == (*NEUTRAL, 1.0)
+    with pytest.raises(ValueError):
+        spring_color(1.0, 0.0)
+
+
+def _spring(p0, p1, force) -> SpringState:
+    p0, p1 = np.array(p0, dtype=float), np.array(p1, dtype=float)
+    length = float(np.linalg.norm(p1 - p0))
+    return SpringState(length, p1 - p0, np.zeros(3), force, force * (p1 - p0) / length, (p0, p1))
+
+
+def test_spring_markers():
+    from visualization_msgs.msg import Marker
+
+    springs = {"a": _spring([0, 0, 0], [1.05, 0, 0], 5.0), "b": _spring([0, 1, 2], [0, 1, 1], -20.0)}
+    array = spring_markers(springs, "world", stamp(0.25), scale=10.0)
+    assert [(m.ns, m.id) for m in array.markers] == [("springs", 0), ("springs", 1)]
+    for marker, state in zip(array.markers, springs.values()):
+        assert marker.header.frame_id == "world" and seconds(marker.header.stamp) == 0.25
+        assert marker.type == Marker.LINE_STRIP and marker.action == Marker.ADD
+        assert marker.pose.orientation.w == 1.0 and marker.scale.x == LINE_WIDTH
+        assert [[p.x, p.y, p.z] for p in marker.points] == [list(state.markers[0]), list(state.markers[1])]
+        c = marker.color
+        np.testing.assert_allclose([c.r, c.g, c.b, c.a], spring_color(state.force, 10.0), atol=1e-7)  # float32
+    assert array.markers[1].color.b == 1.0 and array.markers[1].color.r == 0.0
 
 
 # -- bounded teardown ---------------------------------------------------------------------------

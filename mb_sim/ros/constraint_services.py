@@ -1,4 +1,5 @@
-"""Names of the per-constraint services (``~/constraints/<token>/enable``), without rclpy.
+"""Names of the per-constraint services (``~/constraints/<token>/enable``) and topics
+(``~/constraints/<token>/wrench``), without rclpy.
 
 A constraint is named after the URDF element that made it (a mimic joint, a loop-closure joint),
 and URDF names may hold characters a ROS name may not: each character outside ``[A-Za-z0-9_]``
@@ -8,10 +9,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CONSTRAINT_SERVICE", "constraint_service_names", "name_token"]
+__all__ = ["CONSTRAINT_SERVICE", "CONSTRAINT_WRENCH_TOPIC", "constraint_service_names", "constraint_wrench_topics",
+           "name_token"]
 
 #: The service of constraint token ``{}``, relative to the node (``~``).
 CONSTRAINT_SERVICE = "~/constraints/{}/enable"
+#: The reaction wrench topic of (loop-joint) constraint token ``{}``, relative to the node.
+CONSTRAINT_WRENCH_TOPIC = "~/constraints/{}/wrench"
 
 
 def name_token(name: str) -> str:
@@ -35,3 +39,9 @@ def constraint_service_names(constraints: list[str]) -> dict[str, str]:
                              "rename one of them in the URDF")
         services[name] = service
     return services
+
+
+def constraint_wrench_topics(constraints: list[str]) -> dict[str, str]:
+    """The wrench topic of each constraint, by constraint name (the same token as its service;
+    :func:`constraint_service_names` of all constraints has ruled out clashes)."""
+    return {name: CONSTRAINT_WRENCH_TOPIC.format(name_token(name)) for name in constraints}

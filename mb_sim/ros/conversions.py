@@ -1,4 +1,4 @@
-"""Numbers to ROS messages: stamps, 4x4 poses to transforms, odometry, joint states.
+"""Numbers to ROS messages: stamps, 4x4 poses to transforms, odometry, joint states, wrenches.
 
 No rclpy here (only message packages), so unit tests build messages without a ROS context.
 Quaternions: ``transforms3d.quaternions.mat2quat`` gives (w, x, y, z); ROS messages hold x, y, z, w.
@@ -9,13 +9,13 @@ from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Pose, Quaternion, Transform, TransformStamped, Twist, Vector3
+from geometry_msgs.msg import Pose, Quaternion, Transform, TransformStamped, Twist, Vector3, Wrench, WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from transforms3d.quaternions import mat2quat, quat2mat
 
 __all__ = ["stamp", "seconds", "quaternion", "transform", "transform_stamped", "pose_matrix",
-           "transform_matrix", "odometry", "joint_state"]
+           "transform_matrix", "odometry", "joint_state", "vector3", "wrench_stamped"]
 
 
 def stamp(t: float) -> Time:
@@ -88,4 +88,18 @@ def joint_state(names: Sequence[str], positions: Sequence[float], velocities: Se
     message = JointState(name=list(names), position=[float(v) for v in positions],
                          velocity=[float(v) for v in velocities], effort=[float(v) for v in efforts])
     message.header.stamp = time
+    return message
+
+
+def vector3(values: Sequence[float]) -> Vector3:
+    """``geometry_msgs/Vector3`` of three numbers."""
+    x, y, z = (float(v) for v in values)
+    return Vector3(x=x, y=y, z=z)
+
+
+def wrench_stamped(frame: str, force: Sequence[float], torque: Sequence[float], time: Time) -> WrenchStamped:
+    """``geometry_msgs/WrenchStamped`` in `frame` (force and torque in its axes, the torque about
+    its origin, as RViz draws it), stamped `time`."""
+    message = WrenchStamped(wrench=Wrench(force=vector3(force), torque=vector3(torque)))
+    message.header.frame_id, message.header.stamp = frame, time
     return message

@@ -14,10 +14,25 @@ Publishes
     ``world_frame -> base``, the base's pose (the same as its /tf) and its twist in the base frame.
     ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics.
     ``/robot_description`` (std_msgs/String, transient local): the URDF.
+    ``~/constraints/<name>/wrench`` (geometry_msgs/WrenchStamped), one per loop joint (``<name>``
+    the token of its ``enable`` service), robots with loop joints only, every publish period
+    with /joint_states and the same stamp: the loop joint's reaction on its child link in the
+    child link's frame (``frame_id`` = its TF frame), force in its axes and torque about its
+    origin, as RViz's Wrench display draws it (:mod:`mb_sim.ros.reactions`); zero while the
+    constraint is disabled.  Computing it costs one forward-dynamics call per publish period.
+    ``~/springs`` (visualization_msgs/MarkerArray), robots with spring-dampers only, every publish
+    period, stamped with sim time: one LINE_STRIP per spring-damper (namespace ``springs``, ids
+    0, 1, ... in the simulator's spring order) from marker 0 to marker 1 in ``world_frame``,
+    grey at zero force, turning red in tension and blue in compression, fully so from
+    ``spring_force_scale`` newtons on (:mod:`mb_sim.ros.springs`).  Not published (a warning at
+    start-up) where the visualization_msgs package is missing.
     ``/diagnostics`` (diagnostic_msgs/DiagnosticArray), about 1 Hz: status ``mb_sim: <robot>``
     with sim time, target and achieved real-time factor, physics dt, errors of the enabled
-    constraints, each named constraint enabled or disabled, total energy, command age and backend; WARN while the simulation cannot keep up or commands are
-    stale, ERROR after a divergence, OK otherwise.
+    constraints, each named constraint enabled or disabled, each loop joint's position error
+    (largest |Phi| of its rows, enabled or not: ``constraint <name> position error``), each
+    spring-damper's force and length (``spring <name> force [N]``, ``spring <name> length [m]``),
+    total energy, command age and backend; WARN while the simulation cannot keep up or commands
+    are stale, ERROR after a divergence, OK otherwise.
 
 Subscribes (ros2_control conventions)
     ``~/effort_commands`` (std_msgs/Float64MultiArray): one effort per actuated joint, in
@@ -38,11 +53,11 @@ Services (std_srvs)
     /clock stops), false resumes (refused after a divergence: reset first).
     ``~/step`` (Trigger): while paused, advance exactly one publish period (a whole number of
     physics steps) and publish; refused when not paused.
-    ``~/constraints/<name>/enable`` (SetBool), one per named constraint (a mimic joint's...;
-    ``<name>`` made a valid ROS token, see :mod:`mb_sim.ros.constraint_services`): true enforces
-    it (the state is projected onto it and republished at once), false releases it; refused, with
-    the reason in the response, when the state cannot be projected or other constraints' rows
-    were dropped as redundant with it.  Switches survive ``~/reset``.
+    ``~/constraints/<name>/enable`` (SetBool), one per named constraint (a mimic joint's, a loop
+    joint's...; ``<name>`` made a valid ROS token, see :mod:`mb_sim.ros.constraint_services`):
+    true enforces it (the state is projected onto it and republished at once), false releases
+    it; refused, with the reason in the response, when the state cannot be projected or other
+    constraints' rows were dropped as redundant with it.  Switches survive ``~/reset``.
 
 Timing
     A wall-clock (steady) timer at ``publish_rate``: each tick advances the physics, in one

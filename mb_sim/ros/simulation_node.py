@@ -4,7 +4,8 @@ timer and publishes its state.  Its topics, services and timing are described in
 
 The logic that needs no rclpy lives beside it: :mod:`~mb_sim.ros.commands` (validation, command
 timeout), :mod:`~mb_sim.ros.pacing` (real-time pacing), :mod:`~mb_sim.sim.frames` (TF tree, base
-twist) and :mod:`~mb_sim.ros.conversions` (messages).
+twist), :mod:`~mb_sim.ros.reactions` (loop-joint wrenches), :mod:`~mb_sim.ros.springs` (spring
+markers) and :mod:`~mb_sim.ros.conversions` (messages).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 import rclpy
 import rclpy.logging
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
@@ -28,14 +30,17 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import MarkerArray
 
 from mb_sim.codegen import CodegenError, FactorizationError
 from mb_sim.model import ComponentError
 from mb_sim.resources import robot_path
-from mb_sim.ros.constraint_services import constraint_service_names
+from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
 from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
-from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped
-from mb_sim.sim.frames import base_twist_function, edge_poses, frame_tree
+from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped, wrench_stamped
+from mb_sim.ros.reactions import loop_wrenches
+from mb_sim.ros.springs import spring_markers
+from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses, frame_tree
 from mb_sim.ros.pacing import (
     FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging, steps_per_period,
 )
@@ -51,6 +56,8 @@ BACKEND = "c"
 WARNING_THROTTLE = 2.0
 #: Period of /diagnostics [s].
 DIAGNOSTICS_PERIOD = 1.0
+#: The spring-damper markers, relative to the node.
+SPRINGS_TOPIC = "~/springs"
 
 #: QoS of latched topics (/robot_description, /tf_static): late subscribers still get the message.
 LATCHED_QOS = QoSProfile(
@@ -84,6 +91,7 @@ class SimulationNode(Node):
             raise StartupError(f"parameter world_frame: {self.world_frame!r} is also a link frame of the robot "
                                "(choose another world_frame or a frame_prefix)")
         self._odometry = [(edge, base_twist_function(self.robot, edge.joint)) for edge in self._tree.odometry]
+        self._wrenches = self._loop_wrenches()
 
         self.period_steps = steps_per_period(self.dt, self.publish_rate)
         self._pacer = Pacer(self.dt, self.period_steps, self.real_time_factor)
@@ -109,6 +117,9 @@ class SimulationNode(Node):
         self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10)
         self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._wrench_pubs = [self.create_publisher(WrenchStamped, wrench.topic, 10) for wrench in self._wrenches]
+        self._springs_pub = (self.create_publisher(MarkerArray, SPRINGS_TOPIC, 10) if self.robot.spring_dampers
+                             else None)
 
         self._effort_sub = self.create_subscription(
             Float64MultiArray, "~/effort_commands", self._on_effort_commands, 10)
@@ -152,8 +163,11 @@ class SimulationNode(Node):
         self.declare_parameter("world_frame", "world", _descriptor(
             "Fixed frame the robot's root hangs from (odom for mobile bases)."))
         self.declare_parameter("disabled_constraints", Parameter.Type.STRING_ARRAY, _descriptor(
-            "Names of constraints (mimic joints...) to start disabled; ~/constraints/<name>/enable "
-            "switches them at run time."))
+            "Names of constraints (mimic joints, loop joints...) to start disabled; "
+            "~/constraints/<name>/enable switches them at run time."))
+        self.declare_parameter("spring_force_scale", 10.0, _descriptor(
+            "Spring-damper force [N] from which ~/springs shows a spring fully red (tension) or blue "
+            "(compression); grey at zero force.", numeric=True))
 
     def _read_parameters(self) -> None:
         try:
@@ -170,6 +184,7 @@ class SimulationNode(Node):
         self.start_paused = self.get_parameter("start_paused").value is True
         self.world_frame = self._string("world_frame")
         self.frame_prefix = self._string("frame_prefix", allow_empty=True)
+        self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
 
     def _number(self, name: str, valid, requirement: str) -> float:
         value = self.get_parameter(name).value
@@ -207,17 +222,23 @@ class SimulationNode(Node):
         return text
 
     def _set_initial_positions(self) -> None:
-        """Declare ``initial_positions.<joint>`` for every independent one-DoF joint and apply them."""
-        joints = [joint.name for joint in self.robot.joints.values() if len(joint.q) == 1 and not joint.is_mimic]
+        """Declare ``initial_positions.<joint>`` for every independent one-DoF joint (one the
+        constraints do not determine: not a mimic joint, not the coupler or rocker of a closed
+        loop) and apply them; the constraints then determine the others."""
+        joints = self.sim.independent_joints
         for joint in joints:
             self.declare_parameter(f"initial_positions.{joint}", 0.0, _descriptor(
                 f"Initial position of joint {joint} [rad or m].", numeric=True))
         overrides = getattr(self, "_parameter_overrides", {})
-        unknown = sorted(name for name in overrides
-                         if name.startswith("initial_positions.") and name.split(".", 1)[1] not in joints)
-        if unknown:
-            raise StartupError(f"parameter {unknown[0]}: no such one-DoF joint; "
-                               f"joints: {', '.join(joints) or 'none'}")
+        rejected = sorted(name for name in overrides
+                          if name.startswith("initial_positions.") and name.split(".", 1)[1] not in joints)
+        if rejected:
+            joint = rejected[0].split(".", 1)[1]
+            listed = f"independent joints: {', '.join(joints) or 'none'}"
+            if any(j.name == joint and len(j.q) == 1 for j in self.robot.joints.values()):
+                raise StartupError(f"parameter {rejected[0]}: the constraints (closed loops, mimic joints) determine "
+                                   f"joint {joint} from the independent joints; set those instead; {listed}")
+            raise StartupError(f"parameter {rejected[0]}: no such one-DoF joint; {listed}")
         positions = {joint: self._number(f"initial_positions.{joint}", lambda v: True, "") for joint in joints}
         try:
             self.sim.set_state(positions=positions)
@@ -238,6 +259,14 @@ class SimulationNode(Node):
             raise StartupError(f"parameter disabled_constraints: {err}") from None
         return services
 
+    def _loop_wrenches(self) -> list:
+        """The reaction wrench to publish for each loop joint that is a named constraint."""
+        loops = [name for name in self.robot.loop_joints if name in self.sim.constraints]
+        frames = {edge.child_link: edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}
+        if self.robot.root_link.name == ROBOT_WORLD_LINK:
+            frames[ROBOT_WORLD_LINK] = self.world_frame
+        return loop_wrenches(self.robot.loop_joints, constraint_wrench_topics(loops), frames)
+
     def _log_start(self) -> None:
         log = self.get_logger()
         actuated = self.sim.actuated_joints
@@ -249,6 +278,17 @@ class SimulationNode(Node):
         for name, service in self._constraint_services.items():
             state = "enabled" if self.sim.constraint_enabled(name) else "disabled"
             log.info(f"constraint '{name}' ({state}): switch it with {service} (std_srvs/SetBool)")
+        for wrench in self._wrenches:
+            log.info(f"loop joint '{wrench.constraint}': reaction on link {wrench.child} published on "
+                     f"{wrench.topic} (geometry_msgs/WrenchStamped in frame {wrench.frame})")
+        for name in self.robot.loop_joints:
+            if name not in self.sim.constraints:
+                log.info(f"loop joint '{name}': no wrench topic (all its equations are redundant with the "
+                         "other constraints)")
+        if self.robot.spring_dampers:
+            log.info(f"spring-dampers [{', '.join(self.robot.spring_dampers)}] on {SPRINGS_TOPIC} "
+                     f"(visualization_msgs/MarkerArray, frame {self.world_frame}; fully red/blue from "
+                     f"{self.spring_force_scale:g} N of tension/compression)")
         if abs(self.period_steps * self.dt * self.publish_rate - 1.0) > 1e-6:
             log.warning(f"1/publish_rate is not a multiple of physics_dt: a publish period of sim time is "
                         f"{self.period_steps} steps ({self.period_steps * self.dt:g} s)")
@@ -400,8 +440,18 @@ class SimulationNode(Node):
         poses = self.sim.outputs(dynamics=False).link_poses
         self._tf_static_pub.publish(_transforms(self._tree.static, poses, stamp(0.0)))
 
+    def _state_outputs(self):
+        """The outputs to publish: without forward dynamics unless loop-joint reactions are wanted."""
+        if self._wrenches:
+            try:
+                return self.sim.outputs()
+            except FactorizationError as err:
+                self.get_logger().warning(f"no loop-joint wrenches at sim time {self.sim.time:.6g} s: the "
+                                          f"forward dynamics failed ({err})", throttle_duration_sec=WARNING_THROTTLE)
+        return self.sim.outputs(dynamics=False)  # positions, velocities, efforts, poses and springs only
+
     def _publish_state(self) -> None:
-        out = self.sim.outputs(dynamics=False)  # positions, velocities, efforts and poses only
+        out = self._state_outputs()
         now = stamp(out.time)
         names = list(out.joint_positions)
         self._joint_pub.publish(joint_state(
@@ -416,6 +466,16 @@ class SimulationNode(Node):
                 linear, angular = twist(q, u)
                 self._odom_pub.publish(odometry(self.world_frame, edge.child_frame, poses[edge.child_link],
                                                 linear, angular, now))
+        if out.reactions:
+            for wrench, publisher in zip(self._wrenches, self._wrench_pubs):
+                reaction = out.reactions[wrench.constraint]
+                if self.sim.constraint_enabled(wrench.constraint):
+                    force, torque = wrench.in_child_frame(reaction.force, reaction.torque, poses)
+                else:
+                    force = torque = np.zeros(3)  # a released loop exerts nothing
+                publisher.publish(wrench_stamped(wrench.frame, force, torque, now))
+        if self._springs_pub is not None:
+            self._springs_pub.publish(spring_markers(out.springs, self.world_frame, now, self.spring_force_scale))
         self._clock_pub.publish(ClockMessage(clock=now))
 
     def _publish_diagnostics(self) -> None:
@@ -442,9 +502,17 @@ class SimulationNode(Node):
                        "constraint velocity error": f"{out.velocity_error:.3g}",
                        "total energy [J]": f"{out.energy:.9g}"}
         except FactorizationError as err:
+            out = self.sim.outputs(dynamics=False)
             values["outputs"] = f"unavailable: {err}"
         values |= {f"constraint {name}": "enabled" if self.sim.constraint_enabled(name) else "disabled"
                    for name in self.sim.constraints}
+        if self._wrenches:  # enabled or not: a released loop shows how far it has come apart
+            errors = self.sim.constraint_errors()
+            values |= {f"constraint {w.constraint} position error": f"{_largest(errors[w.constraint].position):.3g}"
+                       for w in self._wrenches}
+        for name, spring in out.springs.items():
+            values[f"spring {name} force [N]"] = f"{spring.force:.9g}"
+            values[f"spring {name} length [m]"] = f"{spring.distance:.9g}"
         age = self._commands.age(now)
         values["command age [s]"] = "no command yet" if age is None else f"{age:.3f}"
         values["backend"] = f"{BACKEND} ({type(self.sim.model).__name__}, rk4)"
@@ -464,6 +532,11 @@ class SimulationNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(array)
+
+
+def _largest(values: np.ndarray) -> float:
+    """Largest absolute value (0 for none)."""
+    return float(np.abs(values).max()) if len(values) else 0.0
 
 
 def _transforms(edges: list, world_poses: dict[str, np.ndarray], when) -> TFMessage:
