@@ -122,8 +122,10 @@ def _info(args: argparse.Namespace) -> int:
     for line in constraints.report:
         print(f"  {line}")
     for name, service in constraint_service_names(list(dict.fromkeys(constraints.names))).items():
-        rows = constraints.names.count(name)
-        print(f"  {name}: {rows} equation{'s' if rows > 1 else ''}; switch with --disable {name} or {service}")
+        flags = [on for n, on in zip(constraints.names, constraints.enabled_by_default) if n == name]
+        rows, masked = sum(flags), len(flags) - sum(flags)
+        extra = f" (+{masked} redundant, masked)" if masked else ""
+        print(f"  {name}: {rows} equation{'s' if rows != 1 else ''}{extra}; switch with --disable {name} or {service}")
     print(f"Degrees of freedom: {analysis.closed_loop_dof} ({analysis.open_loop_dof} speeds of the open tree - "
           f"{analysis.kept} independent constraints)")
     if constraints.dependent_coordinates:

@@ -110,7 +110,8 @@ def masses_on_a_line() -> EquationsOfMotion:
 def cartesian_pendulum(dependent: list[int] | None = None) -> EquationsOfMotion:
     """Point mass on a rod in the x-y plane, x^2 + y^2 = l^2, gravity along -y; no inputs.
 
-    `dependent`: the dependent coordinates and speeds (default: none named, so all).
+    `dependent`: the dependent coordinates, position speeds and dependent speeds (default: none
+    named, so all).
     """
     x, y, vx, vy, m, l, g, t = symbols("x y vx vy m l g t")
     outputs = {
@@ -125,7 +126,7 @@ def cartesian_pendulum(dependent: list[int] | None = None) -> EquationsOfMotion:
     return EquationsOfMotion("cartesian_pendulum", [x, y], [vx, vy], [], [m, l, g],
                              [0.8, 1.1, 9.81], t, [], outputs,
                              dependent_coordinates=list(dependent or []),
-                             dependent_speeds=list(dependent or []))
+                             dependent_speeds=list(dependent or []), position_speeds=list(dependent or []))
 
 
 def _quaternion_rotation(w, x, y, z) -> list:
@@ -531,6 +532,7 @@ def test_malformed_projection_indices_are_reported(field, indices, message):
     eom.q += symbols("qa qb qc")
     eom.outputs["qdot"] = eom.outputs["qdot"].col_join(Matrix([0, 0, 0]))
     eom.outputs["phi_jacobian"] = eom.outputs["phi_jacobian"].row_join(Matrix.zeros(1, 3))
+    eom.outputs["kinematic_map"] = eom.outputs["kinematic_map"].col_join(Matrix.zeros(3, 2))
     setattr(eom, field, indices)
     with pytest.raises(CodegenError, match=message):
         generate_c_source(eom)

@@ -141,7 +141,10 @@ def test_numpy_backend_switches_as_the_c_code(zoo_path, cache_dir):
     np.testing.assert_array_equal(results[0][3], q)  # nothing enforced: projection leaves q as is
 
 
-def test_disabling_is_refused_when_another_constraint_had_rows_dropped(zoo_path, cache_dir):
+def test_a_redundant_copy_takes_over_when_the_constraint_it_repeats_is_disabled(zoo_path, cache_dir):
+    """A second, redundant statement of the mimic relation (owned by the shoulder): masked while
+    the mimic is enforced, enforced in its place when the mimic is disabled (redundancy is judged
+    again for the constraints left enabled), so the relation still holds."""
     robot = build_robot(parse_urdf(zoo_path))
     finger, shoulder = robot.joints[MIMIC], robot.joints["shoulder"]
 
@@ -154,14 +157,21 @@ def test_disabling_is_refused_when_another_constraint_had_rows_dropped(zoo_path,
     shoulder.add_load_group(Copy("copy"))
     robot.define_all()
     sim = Simulator(robot, cache_dir=cache_dir)
-    (kept,), (dropped,) = sim.constraints, sim.model.redundant_constraints
-    assert {kept, dropped} == {MIMIC, "shoulder"}  # one of the two copies is dropped
-    with pytest.raises(ValueError, match=rf"cannot disable constraint '{kept}': rows of '{dropped}' were "
-                                         "dropped as redundant"):
-        sim.set_constraint_enabled(kept, False)
-    assert sim.constraint_enabled(kept)
-    with pytest.raises(ValueError, match=rf"constraint '{dropped}' cannot be switched: all its equations"):
-        sim.set_constraint_enabled(dropped, False)
+    assert sorted(sim.constraints) == sorted([MIMIC, "shoulder"])
+    flags = sim.model.buffers.enabled
+    kept, (masked,) = sim.model.constraint_names[int(np.argmax(flags))], sim.model.redundant_constraints
+    assert sorted(flags) == [0.0, 1.0] and {kept, masked} == {MIMIC, "shoulder"}
+    start(sim)
+    sim.set_constraint_enabled(kept, False)
+    assert not sim.constraint_enabled(kept) and sim.constraint_enabled(masked)
+    np.testing.assert_array_equal(flags, [float(name == masked) for name in sim.model.constraint_names])
+    sim.set_efforts({"shoulder": 3.0})
+    sim.advance(0.3)
+    assert mimic_error(sim) < 1e-12  # the copy holds the relation
+    sim.set_constraint_enabled(masked, False)
+    np.testing.assert_array_equal(flags, [0.0, 0.0])
+    sim.advance(0.3)
+    assert mimic_error(sim) > 1e-2  # both released: the finger lags
 
 
 def test_a_disabled_constraint_that_is_singular_here_does_not_poison_the_dynamics(zoo_without_mimic, cache_dir):

@@ -55,7 +55,7 @@ def test_seed_mechanisms_move_on_their_constraints(repo, cache_dir, path):
 def test_dropped_conditions_are_named_with_the_reason(repo):
     report = "\n".join(analyse_constraints(load_urdf(repo / "test/urdf/loop_double_link.urdf")).report)
     assert "loop joint 'pin_a_again': position along y holds identically" in report
-    assert "loop joint 'pin_a_again': position along x) is redundant with the others; dropped" in report
+    assert "loop joint 'pin_a_again': position along x) is redundant with the others; masked" in report
 
 
 # -- the constraint kinematics solver ----------------------------------------------------------

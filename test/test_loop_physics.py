@@ -16,7 +16,7 @@ import pytest
 import sympy as sp
 from scipy.integrate import solve_ivp
 
-from mb_sim.sim import SimulationError, Simulator
+from mb_sim.sim import Simulator
 
 G = 9.81
 
@@ -304,10 +304,6 @@ def test_a_welded_body_at_rest_hangs_on_its_loop_joint(repo, cache_dir, rpy):
     assert max(abs(a) for a in out.accelerations.values()) < 1e-10
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "mb_sim bug: the dependent coordinates of a floating body include its quaternion's scalar part "
-    "(the norm direction, which renormalization undoes), so the solver cannot turn the body onto a "
-    "weld whose frame J is turned: 'the constraints cannot be satisfied there' at construction"))
 def test_a_body_welded_to_a_turned_frame_turns_with_it_and_hangs_on_it(repo, cache_dir):
     """J turned by the loop origin's rpy, C not: the only configuration puts the body frame in J's
     axes, C on J.  The reaction is then the weight in J's axes, and the torque too."""
@@ -321,10 +317,6 @@ def test_a_body_welded_to_a_turned_frame_turns_with_it_and_hangs_on_it(repo, cac
     np.testing.assert_allclose(reaction.torque, rotation.T @ torque, atol=1e-9 * WELD_MASS * G)
 
 
-@pytest.mark.xfail(strict=True, raises=SimulationError, reason=(
-    "mb_sim bug: projection's dependent coordinates for the weld are x, z, qw, qx, qy, qz: the "
-    "quaternion's scalar part instead of y, so Gauss-Newton cannot correct a small turn or a y "
-    "offset ('projection onto the constraints failed')"))
 def test_projection_puts_a_slightly_turned_welded_body_back(repo, cache_dir):
     """The weld allows one configuration, body frame at (1, 2, 3) unturned: a state 0.05 rad off
     about z must be projected back there."""
@@ -519,11 +511,6 @@ def test_bodies_joined_in_flight_keep_momentum_and_energy(repo, cache_dir):
     assert drift < 1e-9
 
 
-@pytest.mark.xfail(strict=True, raises=SimulationError, reason=(
-    "mb_sim bug: the ball joint's dependent coordinates are body b's quaternion parts qx, qy, qz; "
-    "turning b about its origin moves the ball point in a plane only (the third 'direction' is the "
-    "quaternion's norm, undone by renormalization) and not at all near half turns, so Gauss-Newton "
-    "stalls: 'projection onto the constraints failed' at t = 4.47 s"))
 def test_bodies_joined_from_the_start_keep_momentum_and_energy_for_five_seconds(repo, cache_dir):
     """Ball joint enforced from the zero configuration, twice the speeds above (projected onto the
     joint), 5 s of RK4: momentum, angular momentum and kinetic energy stay."""

@@ -43,9 +43,11 @@ def test_redundant_and_satisfied_constraints_are_reported_and_dropped(repo):
     assert len(robot.system.holonomic_constraints) == 3
     lines = []
     eom = derive_equations(robot, progress=lines.append)
-    assert eom.n_constraints == 1 and eom.outputs["phi"].shape == (1, 1)
+    # The redundant copy stays in the equations, masked while the mimic row it repeats is enforced.
+    assert eom.n_constraints == 2 and eom.outputs["phi"].shape == (2, 1)
+    assert eom.constraint_defaults == [True, False]
     text = "\n".join(lines)
-    assert "constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others; dropped" in text
+    assert "constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others; masked while they are enforced" in text
     assert "constraint 2 (RevoluteJoint 'finger_joint') is already satisfied (zero row); dropped" in text
 
 

@@ -6,7 +6,7 @@ double; ``z`` are the electrical states, motor currents, possibly none):
 * ``void mb_evaluate(q, u, z, inputs, params, t, double *out)``: every output, in the layout of
   :class:`~mb_sim.codegen.layout.OutputLayout` (documented in the file's header comment);
 * ``void mb_dynamics(...)``, ``void mb_constraints(...)``, ``void mb_decay(...)``: only the
-  dynamics blocks, only the blocks projection needs (Phi, dPhi/dq, M, A, b; generated only for
+  dynamics blocks, only the blocks projection needs (Phi, N, M, A, b; generated only for
   constrained models), or only the electrical states' decay rates (only where there are some),
   of the same layout (each with its own CSE, so cheaper);
 * ``int mb_forward_dynamics(q, u, z, inputs, params, t, double *qdot, double *udot, double *zdot,
@@ -79,8 +79,8 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
         functions.append(("mb_decay", "Only the electrical states' decay rates into out[].",
                           ("electrical_decay",)))
     if eom.n_constraints:
-        functions.append(("mb_constraints", "Only the blocks projection needs (Phi, dPhi/dq, M, A, "
-                          "b) into out[].", PROJECTION_OUTPUTS))
+        functions.append(("mb_constraints", "Only the blocks projection needs (Phi, N, M, A, b) into "
+                          "out[].", PROJECTION_OUTPUTS))
     return "\n".join([
         _header(eom, layout, projection),
         _FORCE_LAW if eom.force_laws else "",
@@ -149,7 +149,7 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection
         rows=", ".join(str(b.shape[0]) for b in blocks),
         cols=", ".join(str(b.shape[1]) for b in blocks),
         quaternions=_index_list(projection.quaternion_starts),
-        coordinates=_index_list(projection.coordinates),
+        position_speeds=_index_list(projection.position_speeds),
         tolerance=repr(PROJECTION_TOLERANCE), iterations=PROJECTION_ITERATIONS)
 
 
@@ -180,6 +180,8 @@ def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
         return _NO_PROJECTION
     helpers, body = [], []
     if n_c:
+        helpers.append("/* Zero electrical states, for mb_constraints (no constraint depends on them). */\n"
+                       "static const double mb_no_states[MB_N_Z > 0 ? MB_N_Z : 1];\n")
         body.append("    double out[MB_N_OUT];")
     body.append("    (void)q; (void)u; (void)inputs; (void)params; (void)t; (void)enabled;")
     if projection.quaternion_starts:
@@ -190,7 +192,7 @@ def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
         renormalize = ("        if (mb_normalize_quaternions(q))\n            return 4;\n"
                        if projection.quaternion_starts else "")
         helpers.append(_COORDINATES.substitute(
-            n=len(projection.coordinates), indices=_index_list(projection.coordinates),
+            n=len(projection.position_speeds), indices=_index_list(projection.position_speeds),
             renormalize=renormalize))
         body += ["    if (mb_project_coordinates(q, u, inputs, params, t, out, enabled))",
                  "        return 4;"]
@@ -211,19 +213,16 @@ _HEADER = Template("""\
  * Arguments: q[MB_N_Q], u[MB_N_U], electrical states z[MB_N_Z], inputs[MB_N_INPUTS],
  * params[MB_N_PARAMS], time t.
  * out[MB_N_OUT] holds these blocks, each flattened row-major (mb_dynamics writes only M, F,
- * qdot, A, b, c and the spring lengths; mb_constraints only Phi, dPhi/dq, M, A and b):
+ * qdot, A, b, c, the spring lengths and z'; mb_constraints only Phi, N, M, A and b):
  *   block  name                offset  rows x cols
 $table
  *
  * Projection onto the constraints (mb_project, and mb_rk4 after each step): unit quaternions
- * starting at q[$quaternions]; coordinates q[$coordinates] onto Phi = 0; all speeds onto
- * A u + b = 0 by the mass-weighted impulse.
+ * starting at q[$quaternions]; coordinates onto Phi = 0 along the speeds u[$position_speeds];
+ * all speeds onto A u + b = 0 by the mass-weighted impulse.
  */
 #include <math.h>
 #include <string.h>
-
-/* Zero electrical states, for the functions projection calls (no constraint depends on them). */
-static const double mb_no_states[MB_N_Z > 0 ? MB_N_Z : 1];
 
 #define MB_N_Q $n_q
 #define MB_N_U $n_u
@@ -468,18 +467,21 @@ static int mb_normalize_quaternions(double *q)
 """)
 
 _COORDINATES = Template("""\
-static const int mb_dependent_coordinates[$n] = {$indices};
+static const int mb_position_speeds[$n] = {$indices};
 
-/* Gauss-Newton onto the enabled rows of Phi(q) = 0 over the dependent coordinates, in place
- * (unit quaternions renormalized after each correction), leaving the mb_constraints blocks at
- * the projected q in out[].  Returns 0, or 4 if J J^T is singular or
- * max |Phi| <= MB_PROJECTION_TOLERANCE is not reached in MB_PROJECTION_ITERATIONS steps. */
+/* Gauss-Newton onto the enabled rows of Phi(q) = 0, in place, along the position speeds S: each
+ * correction is dq = N(q) du with du the least-norm solution of A_hS du_S = -Phi (A_h the holonomic
+ * rows of A = dPhi/dq N, N = dq'/du the kinematic map), so a unit quaternion moves in its three
+ * rotation directions, never along its norm; quaternions are renormalized after each correction.
+ * Leaves the mb_constraints blocks at the projected q in out[].  Returns 0, or 4 if A_hS A_hS^T is
+ * singular or max |Phi| <= MB_PROJECTION_TOLERANCE is not reached in MB_PROJECTION_ITERATIONS
+ * corrections. */
 static int mb_project_coordinates(double *q, const double *u, const double *inputs,
                                   const double *params, double t, double *out,
                                   const double *enabled)
 {
     for (int iteration = 0;; ++iteration) {
-        double r[MB_N_HOLONOMIC];
+        double r[MB_N_HOLONOMIC], du[MB_N_U];
         int converged = 1;
         mb_constraints(q, u, mb_no_states, inputs, params, t, out);
         for (int i = 0; i < MB_N_HOLONOMIC; ++i) {
@@ -489,10 +491,13 @@ static int mb_project_coordinates(double *q, const double *u, const double *inpu
         }
         if (converged)
             return 0;
+        memset(du, 0, sizeof(du));
         if (iteration == MB_PROJECTION_ITERATIONS
-            || mb_least_norm_correction(q, out + MB_OFFSET_PHI_JACOBIAN, MB_N_HOLONOMIC, MB_N_Q,
-                                        mb_dependent_coordinates, $n, r, enabled))
+            || mb_least_norm_correction(du, out + MB_OFFSET_CONSTRAINT_MATRIX, MB_N_HOLONOMIC, MB_N_U,
+                                        mb_position_speeds, $n, r, enabled))
             return 4;
+        for (int i = 0; i < MB_N_Q; ++i)
+            q[i] += mb_dot(out + MB_OFFSET_KINEMATIC_MAP + i * MB_N_U, du, MB_N_U);
 $renormalize    }
 }
 """)

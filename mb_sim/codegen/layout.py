@@ -19,8 +19,8 @@ DYNAMICS_OUTPUTS = (
     "mass_matrix", "forcing", "qdot", "constraint_matrix", "constraint_bias", "acceleration_bias",
     "spring_lengths", "electrical_rates",
 )
-# The mass matrix is here for the mass-weighted velocity projection.
-PROJECTION_OUTPUTS = ("phi", "phi_jacobian", "mass_matrix", "constraint_matrix", "constraint_bias")
+# The kinematic map moves coordinates along speeds; the mass matrix weighs the velocity projection.
+PROJECTION_OUTPUTS = ("phi", "kinematic_map", "mass_matrix", "constraint_matrix", "constraint_bias")
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]
     """Documented shape of each output (None: any number of rows)."""
     n_q, n_u, n_c, n_h, n_s = eom.n_q, eom.n_u, eom.n_constraints, eom.n_holonomic, len(eom.spring_names)
     return {
-        "mass_matrix": (n_u, n_u), "forcing": (n_u, 1), "qdot": (n_q, 1), "phi": (None, 1),
+        "mass_matrix": (n_u, n_u), "forcing": (n_u, 1), "qdot": (n_q, 1), "kinematic_map": (n_q, n_u),
+        "phi": (None, 1),
         "phi_jacobian": (n_h, n_q),
         "constraint_matrix": (n_c, n_u), "constraint_bias": (n_c, 1),
         "acceleration_bias": (n_c, 1), "link_poses": (None, 12), "kinetic_energy": (1, 1),

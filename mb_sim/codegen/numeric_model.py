@@ -63,6 +63,8 @@ class NumericModel(ABC):
     constraint_names, redundant_constraints, constraint_labels
         Per constraint row, the name of the constraint it belongs to; the names that had rows
         judged redundant (see the equations of motion); per row, what it says.
+    dependent_coordinates
+        Indices of the coordinates the constraints determine (those projection moves).
     constraint_defaults, generic_configurations
         Per row 1.0 if enforced with every constraint enabled (0.0: redundant, masked); the
         configurations redundancy was judged at.
@@ -93,6 +95,7 @@ class NumericModel(ABC):
         self.constraint_names = list(eom.constraint_names) or [f"constraint_{i}" for i in range(self.n_constraints)]
         self.redundant_constraints = list(eom.redundant_constraints)
         self.constraint_labels = list(eom.constraint_labels) or list(self.constraint_names)
+        self.dependent_coordinates = list(eom.dependent_coordinates)
         self.constraint_defaults = np.array(eom.constraint_defaults or [True] * self.n_constraints, dtype=float)
         self.generic_configurations = [np.array(c, dtype=float) for c in eom.generic_configurations]
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)

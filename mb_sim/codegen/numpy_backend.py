@@ -119,7 +119,7 @@ class NumpyModel(NumericModel):
 
         def constraints(coordinates: np.ndarray) -> tuple[np.ndarray, ...]:
             out[self._constraints_index] = self._constraints(coordinates, u, np.zeros(self.n_z), b.inputs, b.params, t)
-            return (view(out, "phi")[:, 0], view(out, "phi_jacobian"), view(out, "mass_matrix"),
+            return (view(out, "phi")[:, 0], view(out, "kinematic_map"), view(out, "mass_matrix"),
                     view(out, "constraint_matrix"), view(out, "constraint_bias")[:, 0])
 
         return project_state(self.projection, q, u, constraints, b.enabled)

@@ -28,7 +28,7 @@ from mb_sim.symbolic.signature import topology_key
 __all__ = ["load_numeric_model"]
 
 # The index lists of EquationsOfMotion the header carries.
-_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "quaternion_starts")
+_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", "quaternion_starts")
 # ... and its name lists.
 _NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names", "motor_names")
 

@@ -5,9 +5,13 @@ constraints ``Phi(q) = 0`` and velocity constraints ``A u + b = 0`` stop holding
 (the same in C, ``mb_project``, and in NumPy, :func:`project_state`):
 
 1. renormalizes each quaternion block ``q[s:s + 4]`` to unit norm;
-2. if there are holonomic constraints, moves the dependent coordinates ``S`` onto ``Phi = 0`` by
-   Gauss-Newton: until ``max |Phi| <= PROJECTION_TOLERANCE`` (at most ``PROJECTION_ITERATIONS``
-   corrections), ``J = dPhi/dq[:, S]``, solve ``(J J^T) y = Phi`` by Cholesky, ``q_S -= J^T y``;
+2. if there are holonomic constraints, moves the coordinates onto ``Phi = 0`` by Gauss-Newton
+   along the position speeds ``S``: until ``max |Phi| <= PROJECTION_TOLERANCE`` (at most
+   ``PROJECTION_ITERATIONS`` corrections), with ``A_h`` the holonomic rows of ``A``
+   (``= dPhi/dq N(q)``, N the kinematic map ``dq'/du``), the least-norm ``du_S`` with
+   ``A_h[:, S] du_S = -Phi`` (Cholesky of ``A_hS A_hS^T``) moves ``q += N(q) du``.  Working in
+   speeds rather than coordinates, a unit quaternion moves only in its three rotation
+   directions, never along its norm (which the renormalization would undo);
 3. if there are velocity constraints, applies the mass-weighted impulse to all speeds:
    ``r = A u + b``, ``u -= M^-1 A^T (A M^-1 A^T)^-1 r``, with M, A, b at the projected q.  Of all
    corrections onto ``A u + b = 0`` it is the smallest in the kinetic-energy norm, and it changes
@@ -41,7 +45,7 @@ __all__ = ["PROJECTION_ITERATIONS", "PROJECTION_TOLERANCE", "Projection", "proje
 PROJECTION_TOLERANCE = 1e-12
 PROJECTION_ITERATIONS = 20
 
-# Phi (n_h), dPhi/dq (n_h x n_q), M (n_u x n_u), A (n_c x n_u) and b (n_c) at the coordinates q.
+# Phi (n_h), N (n_q x n_u), M (n_u x n_u), A (n_c x n_u) and b (n_c) at the coordinates q.
 ConstraintFunction = Callable[[np.ndarray], tuple[np.ndarray, ...]]
 
 
@@ -53,9 +57,9 @@ class Projection:
     ----------
     quaternion_starts
         Index in q of the scalar part of each unit quaternion block.
-    coordinates
-        The dependent coordinates (every coordinate if the model names none); empty without
-        holonomic constraints.
+    position_speeds
+        The speeds along which the coordinates are moved onto Phi = 0 (every speed if the model
+        names none); empty without holonomic constraints.
     speeds
         The dependent speeds (every speed if the model names none); empty without velocity
         constraints.  Projection corrects every speed; these are the ones the constraint
@@ -63,7 +67,7 @@ class Projection:
     """
 
     quaternion_starts: tuple[int, ...]
-    coordinates: tuple[int, ...]
+    position_speeds: tuple[int, ...]
     speeds: tuple[int, ...]
 
     @classmethod
@@ -73,23 +77,25 @@ class Projection:
         Raises
         ------
         CodegenError
-            An index is out of range or repeated, quaternion blocks overlap, or fewer dependent
-            coordinates (speeds) are named than there are holonomic (velocity) constraints.
+            An index is out of range or repeated, quaternion blocks overlap, or fewer position
+            (dependent) speeds are named than there are independent holonomic (velocity)
+            constraints.
         """
-        n_h, n_c = eom.n_holonomic, eom.n_constraints
+        enforced = eom.constraint_defaults or [True] * eom.n_constraints
+        n_h, n_c = sum(enforced[:eom.n_holonomic]), sum(enforced)
         starts = _indices(eom, "quaternion_starts", eom.quaternion_starts, eom.n_q - 3)
         covered = [s + k for s in starts for k in range(4)]
         if len(set(covered)) != len(covered):
             raise CodegenError(f"model {eom.name!r}: quaternion blocks overlap")
-        coordinates = _dependent(eom, "dependent_coordinates", eom.dependent_coordinates,
-                                 eom.n_q, n_h)
+        _indices(eom, "dependent_coordinates", eom.dependent_coordinates, eom.n_q)
+        position = _dependent(eom, "position_speeds", eom.position_speeds, eom.n_u, n_h)
         speeds = _dependent(eom, "dependent_speeds", eom.dependent_speeds, eom.n_u, n_c)
-        return cls(starts, coordinates, speeds)
+        return cls(starts, position, speeds)
 
     @property
     def needed(self) -> bool:
         """Whether there is anything to project (else projection leaves every state as is)."""
-        return bool(self.quaternion_starts or self.coordinates or self.speeds)
+        return bool(self.quaternion_starts or self.position_speeds or self.speeds)
 
 
 def _indices(eom: EquationsOfMotion, what: str, indices: list[int], end: int) -> tuple[int, ...]:
@@ -125,7 +131,7 @@ def project_state(
     """
     if not _normalize_quaternions(projection.quaternion_starts, q):
         return 4
-    if not (projection.coordinates or projection.speeds):
+    if not (projection.position_speeds or projection.speeds):
         return 0
     try:
         outputs = _project_coordinates(projection, q, constraints, enabled)
@@ -158,21 +164,24 @@ def _enabled_rows(enabled: np.ndarray | None, n: int) -> np.ndarray:
 def _project_coordinates(
     projection: Projection, q: np.ndarray, constraints: ConstraintFunction, enabled: np.ndarray | None,
 ) -> tuple[np.ndarray, ...] | None:
-    """Gauss-Newton onto the enabled rows of ``Phi(q) = 0`` over the dependent coordinates, in
-    place, renormalizing quaternions after each correction.
+    """Gauss-Newton onto the enabled rows of ``Phi(q) = 0`` along the position speeds, in place,
+    renormalizing quaternions after each correction (see the module docstring).
 
     Returns the constraint outputs at the projected q (the last evaluation, which also serves the
     speed projection), or None if the tolerance is not reached.
     """
-    selected = list(projection.coordinates)
+    selected = list(projection.position_speeds)
     for iteration in range(PROJECTION_ITERATIONS + 1):
         outputs = constraints(q)
-        rows = _enabled_rows(enabled, outputs[0].shape[0])
-        phi, jacobian = outputs[0][rows], outputs[1][np.ix_(rows, selected)]
+        n_h = outputs[0].shape[0]
+        rows = _enabled_rows(enabled, n_h)
+        phi, jacobian = outputs[0][rows], outputs[3][:n_h][np.ix_(rows, selected)]
         if np.all(np.abs(phi) <= PROJECTION_TOLERANCE):
             return outputs
         if iteration < PROJECTION_ITERATIONS:
-            q[selected] -= jacobian.T @ _solve_positive_definite(jacobian @ jacobian.T, phi)
+            step = np.zeros(outputs[1].shape[1])
+            step[selected] = -jacobian.T @ _solve_positive_definite(jacobian @ jacobian.T, phi)
+            q += outputs[1] @ step
             if not _normalize_quaternions(projection.quaternion_starts, q):
                 return None
     return None

@@ -94,27 +94,30 @@ class ConstraintKinematics:
         start = q[held_list].copy()
         for step in range(1, steps + 1):
             q[held_list] = target[held_list] if step == steps else start + (target[held_list] - start) * step / steps
+            self._normalize(q)
             self._newton(q, rows, held, t)
         return q
 
     def _newton(self, q: np.ndarray, rows: np.ndarray, held: set[int], t: float) -> None:
+        """Gauss-Newton along free speeds, ``q += N(q) du`` (see mb_sim.codegen.projection)."""
         u = np.zeros(self.model.n_u)
         free = None
         for _ in range(SOLVER_ITERATIONS):
             out = self._outputs(q, u, t)
-            phi, jacobian = out["phi"][rows, 0], out["phi_jacobian"][rows]
-            worst = int(np.argmax(np.abs(phi)))
+            phi = out["phi"][rows, 0]
             if not np.isfinite(phi).all():
                 break
-            if abs(phi[worst]) <= PROJECTION_TOLERANCE:
+            if np.abs(phi).max() <= PROJECTION_TOLERANCE:
                 return
-            if free is None:
-                free = self._free(jacobian, self.model.projection.coordinates, held)
-            step, *_ = np.linalg.lstsq(jacobian[:, free], phi, rcond=None)
-            q[free] -= step
+            matrix, kinematic_map = out["constraint_matrix"][rows], out["kinematic_map"]
+            if free is None:  # speeds moving a held coordinate are held too
+                held_speeds = {k for k in range(self.model.n_u) if np.any(kinematic_map[list(held), k] != 0)}
+                free = self._free(matrix, self.model.projection.position_speeds, held_speeds)
+            step = np.zeros(self.model.n_u)
+            step[free] = -np.linalg.lstsq(matrix[:, free], phi, rcond=None)[0]
+            q += kinematic_map @ step
             self._normalize(q)
-        out = self._outputs(q, u, t)
-        phi = out["phi"][rows, 0]
+        phi = self._outputs(q, u, t)["phi"][rows, 0]
         worst = int(np.nanargmax(np.abs(phi))) if np.isfinite(phi).any() else 0
         raise ValueError(f"the constraints cannot be satisfied there: residual {abs(phi[worst]):.3g} in "
                          f"{self.row_labels[rows[worst]]}")

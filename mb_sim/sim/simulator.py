@@ -133,9 +133,7 @@ class Simulator:
     @property
     def dependent_coordinates(self) -> list[str]:
         """Coordinates the constraints determine (solved by ``set_state``, corrected by projection)."""
-        if not self.model.layout.blocks["phi"].shape[0]:
-            return []
-        return [self.coordinate_names[k] for k in self.model.projection.coordinates]
+        return [self.coordinate_names[k] for k in self.model.dependent_coordinates]
 
     @property
     def independent_joints(self) -> list[str]:

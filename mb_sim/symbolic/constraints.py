@@ -13,11 +13,15 @@ one axle: either can be let slip).  The samples are kept for that.  A holonomic 
 either satisfied by the geometry (dropped and reported) or can never hold: then
 :class:`ConstraintError` names it.
 
-Dependent coordinates (those projection and the constraint kinematics solver correct) are chosen
-at the first sample, greedily by rank over the columns of dPhi/dq: first those the components
-declare dependent (mimic joints), then from the last coordinate backwards, so joints near the root
-(a crank, a driven joint) stay independent.  Dependent speeds likewise over the columns of A,
-starting with the speeds of joints with a dependent coordinate.
+The position speeds (along which projection and the constraint kinematics solver move the
+coordinates onto Phi = 0, dq = N(q) du) are chosen at the sample, greedily by rank over the
+columns of the holonomic rows of A (= dPhi/dq N): first the speeds of coordinates the components
+declare dependent (mimic joints), then from the last speed backwards, so joints near the root (a
+crank, a driven joint) stay independent.  Working in speeds, a floating body's orientation has
+its three rotation directions, not the four quaternion components (whose norm is not a degree of
+freedom).  The dependent speeds (for velocity constraints) likewise over the columns of all rows,
+starting with the position speeds; the dependent coordinates are those the position speeds
+move.
 """
 from __future__ import annotations
 
@@ -84,6 +88,7 @@ class ConstraintEquations:
     analysis: ConstraintAnalysis | None = None
     enabled_by_default: list[bool] = field(default_factory=list)
     generic_configurations: list[list[float]] = field(default_factory=list)
+    position_speeds: list[int] = field(default_factory=list)
 
 
 def _constraint_owners(robot: Robot) -> list:
@@ -148,8 +153,9 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
               for component in robot.walk() for label in getattr(component, "satisfied", ())] + report
     n_h = phi.shape[0]
     columns_q, columns_u = list(range(len(q))), list(range(len(u)))
-    coordinates, speeds = _dependent(robot, plain, jacobian.extract([k for k in independent if k < n_h], columns_q),
-                                     matrix.extract(independent, columns_u), sample)
+    position, speeds, coordinates = _dependent(robot, plain, matrix.extract([k for k in independent if k < n_h],
+                                                                            columns_u),
+                                               matrix.extract(independent, columns_u), sample)
     matrix, bias = matrix.extract(keep, columns_u), bias.extract(keep, [0])
     acceleration_bias = (matrix * u + bias).jacobian(q) * plain.qdot + (matrix * u + bias).diff(plain.time)
     holonomic = [k for k in keep if k < n_h]
@@ -159,7 +165,7 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
     return ConstraintEquations(phi, jacobian, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
                                list(dict.fromkeys(owners[k].name for k in redundant)), [labels[k] for k in keep],
                                wrenches, coordinates, speeds, analysis, [k in independent for k in keep],
-                               [[float(v) for v in c] for c in configurations])
+                               [[float(v) for v in c] for c in configurations], position)
 
 
 def analyse_constraints(robot: Robot) -> ConstraintEquations:
@@ -183,9 +189,11 @@ def _check_coordinate_free_rows(robot: Robot, phi: Matrix, variables: set, label
                                   "(check the loop joint's origin against the links it joins)")
 
 
-def _dependent(robot: Robot, plain: PlainSymbols, jacobian: Matrix, matrix: Matrix,
-               sample: np.ndarray) -> tuple[list[int], list[int]]:
-    """Dependent coordinates and speeds at the generic `sample` (see the module docstring)."""
+def _dependent(robot: Robot, plain: PlainSymbols, holonomic: Matrix, matrix: Matrix,
+               sample: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """Position speeds, dependent speeds and dependent coordinates at the generic `sample` (see
+    the module docstring); `holonomic` and `matrix` are the independent holonomic rows of A and
+    all independent rows."""
     system = robot.system
     q_list, u_list = list(system.q), list(system.u)
 
@@ -193,14 +201,16 @@ def _dependent(robot: Robot, plain: PlainSymbols, jacobian: Matrix, matrix: Matr
         function = lambdify([plain.q], expressions.xreplace(robot.parameters), "numpy")
         return np.atleast_2d(np.asarray(function(sample), dtype=float))
 
-    coordinates = []
-    if jacobian.shape[0]:
-        declared = [q_list.index(c) for c in system.q_dep]
-        coordinates = independent_rows(at_sample(jacobian).T, list(dict.fromkeys(declared + list(range(len(q_list)))[::-1])))
-    moved = [joint for joint in robot.joints.values() if any(q_list.index(c) in coordinates for c in joint.q)]
-    preferred = [u_list.index(s) for joint in moved for s in joint.u]
-    preferred += [u_list.index(s) for s in system.u_dep] + list(range(len(u_list)))[::-1]
-    return sorted(coordinates), sorted(independent_rows(at_sample(matrix).T, list(dict.fromkeys(preferred))))
+    declared = [u_list.index(s) for joint in robot.joints.values() for c, s in zip(joint.q, joint.u)
+                if c in system.q_dep]
+    backwards = list(range(len(u_list)))[::-1]
+    position = independent_rows(at_sample(holonomic).T, list(dict.fromkeys(declared + backwards))) \
+        if holonomic.shape[0] else []
+    preferred = position + [u_list.index(s) for s in system.u_dep] + backwards
+    speeds = independent_rows(at_sample(matrix).T, list(dict.fromkeys(preferred)))
+    moved = at_sample(plain.qdot.jacobian(plain.u))[:, position] if position else np.zeros((len(q_list), 0))
+    coordinates = [i for i in range(len(q_list)) if np.abs(moved[i]).max(initial=0.0) > 0.0]
+    return sorted(position), sorted(speeds), coordinates
 
 
 def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix) -> list[np.ndarray]:

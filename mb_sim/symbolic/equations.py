@@ -15,6 +15,8 @@ name                   shape          meaning
 ``mass_matrix``        (n_u, n_u)     M(q), symmetric positive definite
 ``forcing``            (n_u, 1)       F(q, u, inputs, t), so that M u' = F without constraints
 ``qdot``               (n_q, 1)       kinematic differential equations solved: q' = qdot(q, u)
+``kinematic_map``      (n_q, n_u)     N(q) = dq'/du (q' = N(q) u): how a change of the speeds
+                                      moves the coordinates (identity but for quaternions)
 ``phi``                (n_h, 1)       holonomic constraint errors Phi(q) (0 when satisfied)
 ``phi_jacobian``       (n_h, n_q)     dPhi/dq, for projecting coordinates onto Phi = 0
 ``constraint_matrix``  (n_c, n_u)     A(q) of the velocity constraints A u + b = 0
@@ -57,7 +59,7 @@ from sympy import Expr, Matrix, Symbol
 __all__ = ["EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 
 OUTPUT_NAMES = (
-    "mass_matrix", "forcing", "qdot", "phi", "phi_jacobian", "constraint_matrix",
+    "mass_matrix", "forcing", "qdot", "kinematic_map", "phi", "phi_jacobian", "constraint_matrix",
     "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
     "constraint_wrenches", "spring_states", "spring_lengths", "electrical_rates", "electrical_decay",
     "motor_states",
@@ -70,9 +72,11 @@ SPRING_STATE_COLUMNS = 12
 class EquationsOfMotion:
     """Equations of motion of one robot (see the module docstring for the outputs).
 
-    ``dependent_coordinates`` and ``dependent_speeds`` are the indices into ``q`` and ``u`` that
-    projection onto the constraints may change (empty: all); ``quaternion_starts`` holds the index
-    in ``q`` of the scalar part of each unit quaternion block ``(qw, qx, qy, qz)``.
+    ``position_speeds`` are the speeds along which projection moves the coordinates onto
+    ``Phi = 0`` (``dq = N(q) du``; empty: all), ``dependent_speeds`` those the constraint
+    kinematics solver solves velocity constraints for, ``dependent_coordinates`` the coordinates
+    the position speeds move (what the constraints determine; for reports); ``quaternion_starts``
+    holds the index in ``q`` of the scalar part of each unit quaternion block ``(qw, qx, qy, qz)``.
 
     ``constraint_names`` names, per row of the constraint matrix, the constraint (the component
     that added it: a mimic joint, a loop-closure joint...) it belongs to; rows of one name are
@@ -104,6 +108,7 @@ class EquationsOfMotion:
     descriptions: dict[Symbol, str] = field(default_factory=dict)
     dependent_coordinates: list[int] = field(default_factory=list)
     dependent_speeds: list[int] = field(default_factory=list)
+    position_speeds: list[int] = field(default_factory=list)
     quaternion_starts: list[int] = field(default_factory=list)
     constraint_names: list[str] = field(default_factory=list)
     redundant_constraints: list[str] = field(default_factory=list)
@@ -116,6 +121,8 @@ class EquationsOfMotion:
     generic_configurations: list[list[float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if "kinematic_map" not in self.outputs and "qdot" in self.outputs:
+            self.outputs["kinematic_map"] = Matrix(self.outputs["qdot"]).jacobian(self.u)
         defaults = {"constraint_wrenches": (self.n_constraints, 6),
                     "spring_states": (len(self.spring_names), SPRING_STATE_COLUMNS),
                     "spring_lengths": (len(self.spring_names), 1),
