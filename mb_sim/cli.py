@@ -197,15 +197,22 @@ class _ProgressBar:
                 f"t = {sim_time:.3f} / {self.duration:g} s  wall {elapsed:.1f} s")
 
 
-def _check_names(robot: Robot, inputs: dict[str, float], initial: dict[str, float]) -> None:
-    """Reject unknown joints in --input and --initial before any code is generated."""
-    from mb_sim.model import JointEffort, symbol_name
+def _check_names(robot: Robot, inputs: dict[str, float], initial: dict[str, float],
+                 voltages: dict[str, float]) -> None:
+    """Reject unknown joints in --input and --initial and unknown motors in --voltage before any
+    code is generated."""
+    from mb_sim.model import DCMotor, JointEffort, symbol_name
 
     actuated = [j.name for j in robot.joints.values() if any(isinstance(g, JointEffort) for g in j.load_groups)]
+    motors = {g.name: j.name for j in robot.joints.values() for g in j.load_groups if isinstance(g, DCMotor)}
     for name in inputs:
         if name not in actuated:
-            problem = "takes no effort" if name in robot.joints else "is unknown"
+            problem = ("is driven by a motor: give its voltage with --voltage" if name in motors.values()
+                       else "takes no effort" if name in robot.joints else "is unknown")
             raise CommandError(f"--input: joint {name!r} {problem} (actuated joints: {', '.join(actuated) or 'none'})")
+    for name in voltages:
+        if name not in motors:
+            raise CommandError(f"--voltage: no motor {name!r} (motors: {', '.join(motors) or 'none'})")
     settable = [j.name for j in robot.joints.values() if len(j.q) == 1] + [symbol_name(q) for q in robot.system.q]
     for name in initial:
         if name not in settable:
@@ -214,14 +221,14 @@ def _check_names(robot: Robot, inputs: dict[str, float], initial: dict[str, floa
 
 @_user_errors
 def _simulate(args: argparse.Namespace) -> int:
-    """Simulate a robot under constant efforts, write what was asked and print a summary."""
+    """Simulate a robot under constant efforts and voltages, write what was asked and print a summary."""
     from mb_sim.sim import INTEGRATORS, Simulator
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
     robot = _load_robot(args.robot)
-    inputs, initial = dict(args.input), dict(args.initial)
-    _check_names(robot, inputs, initial)
+    inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
+    _check_names(robot, inputs, initial, voltages)
     sim = Simulator(robot, dt=args.dt, integrator=args.integrator, backend=args.backend, progress=_note)
     with _culprit("--disable"):
         for name in args.disable:
@@ -230,6 +237,8 @@ def _simulate(args: argparse.Namespace) -> int:
         sim.set_state(positions=initial)
     with _culprit("--input"):
         sim.set_efforts(inputs)
+    with _culprit("--voltage"):
+        sim.set_voltages(voltages)
     bar = _ProgressBar(args.duration)
     start = time.perf_counter()
     try:
@@ -247,13 +256,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _write_outputs(args: argparse.Namespace, sim: Simulator, trajectory: Trajectory) -> None:
     """Write the CSV, MCAP and plot files asked for, naming the option of a file that fails."""
-    from mb_sim.sim.plotting import plot_trajectory
+    from mb_sim.sim.plotting import planar_paths, plot_trajectory
     from mb_sim.sim.recording import recording_of, write_csv, write_mcap
 
     title = f"{sim.robot.name}: {args.integrator} integrator, dt = {args.dt:g} s"
     writers = (("--csv", args.csv, lambda path: write_csv(path, trajectory)),
                ("--mcap", args.mcap, lambda path: write_mcap(path, recording_of(sim, trajectory))),
-               ("--plot", args.plot, lambda path: plot_trajectory(path, trajectory, title)))
+               ("--plot", args.plot, lambda path: plot_trajectory(path, trajectory, title, planar_paths(sim.robot))))
     for option, path, write in writers:
         if path is not None:
             with _culprit(option):
@@ -337,24 +346,27 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
     """The ``simulate`` sub-command and its options."""
     simulate = commands.add_parser(
         "simulate", help="simulate a robot offline; write CSV, MCAP, a plot",
-        description="Simulate a robot under constant joint efforts from an initial state, with a progress bar "
-                    "on stderr and a one-line summary on stdout.")
+        description="Simulate a robot under constant joint efforts and motor voltages from an initial state, "
+                    "with a progress bar on stderr and a one-line summary on stdout.")
     _add_robot(simulate)
     simulate.add_argument("--duration", type=_positive, required=True, metavar="T", help="simulated time [s]")
     simulate.add_argument("--dt", type=_positive, default=1e-3, help="physics time step [s] (default 0.001)")
     simulate.add_argument("--integrator", default="rk4", metavar="NAME",
                           help="rk4 (default: fixed step, in C), or adaptive RK45, DOP853, Radau, BDF")
     for option, what in (("--input", "constant effort of an actuated joint [N m or N]"),
+                         ("--voltage", "constant voltage of a DC motor, by motor name [V]"),
                          ("--initial", "initial position of a joint or coordinate [rad or m]")):
         simulate.add_argument(option, type=_assignment, nargs="+", action="extend", default=[],
-                              metavar="JOINT=VALUE", help=f"{what} (repeatable)")
+                              metavar="MOTOR=VALUE" if option == "--voltage" else "JOINT=VALUE",
+                              help=f"{what} (repeatable)")
     simulate.add_argument("--disable", nargs="+", action="extend", default=[], metavar="CONSTRAINT",
                           help="simulate with these named constraints (mimic joints...) released (repeatable)")
     simulate.add_argument("--sample-every", type=_count, default=10, metavar="N",
                           help="record every N-th step of dt (default 10)")
     for option, what in (("--csv", "the trajectory as CSV (time, coordinates, speeds)"),
                          ("--mcap", "/joint_states and /tf as a ROS 2 MCAP bag"),
-                         ("--plot", "a PNG plot of coordinates and speeds against time")):
+                         ("--plot", "a PNG plot of coordinates and speeds against time (and the x-y path "
+                                    "of a mobile base)")):
         simulate.add_argument(option, type=_output_path, metavar="FILE", help=f"write {what}")
     _add_backend(simulate)
     simulate.set_defaults(run=_simulate)

@@ -132,6 +132,11 @@ def test_recording_leaves_the_simulator_state_alone(reference):
     (["double_pendulum", "--duration", "1", "--csv", "/no/such/dir/o.csv"], "--csv: cannot write '/no/such/dir/o.csv'"),
     (["double_pendulum", "--duration", "1", "--plot", "."], "--plot: cannot write '.': it is a directory"),
     (["double_pendulum", "--duration", "1", "--integrator", "euler"], "--integrator: unknown 'euler'"),
+    (["diff_drive", "--duration", "1", "--voltage", "front_motor=3"], "--voltage: no motor 'front_motor' (motors: "
+                                                                       "right_motor, left_motor)"),
+    (["diff_drive", "--duration", "1", "--input", "right_wheel_joint=3"],
+     "--input: joint 'right_wheel_joint' is driven by a motor: give its voltage with --voltage"),
+    (["diff_drive", "--duration", "1", "--voltage", "left_motor=nan"], "--voltage: left_motor: not a finite number"),
 ])
 def test_bad_input_is_one_line_naming_the_culprit(mb_sim, arguments, culprit):
     result = mb_sim("simulate", *arguments)
@@ -155,6 +160,19 @@ def test_disable_releases_a_named_constraint(mb_sim, repo, tmp_path):
     assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
     assert unknown.stderr.strip().splitlines()[-1] == (
         "mb-sim: --disable: unknown constraint 'elbow'; constraints: none: this robot has no constraints")
+
+
+def test_voltages_drive_the_seed_robot_and_the_plot_shows_its_path(mb_sim, tmp_path):
+    """Seed 002's 24 V / 20 V run: the currents are CSV columns, the plot has the x-y path."""
+    result = mb_sim("simulate", "diff_drive", "--duration", "2", "--voltage", "right_motor=24", "left_motor=20",
+                    "--csv", str(tmp_path / "d.csv"), "--plot", str(tmp_path / "d.png"))
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "d.csv") as table:
+        rows = list(csv.DictReader(table))
+    assert {"right_motor_i", "left_motor_i"} <= set(rows[0])
+    assert float(rows[-1]["right_wheel_joint_u"]) == pytest.approx(24.0, rel=1e-6)  # V / K, no load
+    assert float(rows[1]["right_motor_i"]) > 0 and float(rows[-1]["base_joint_theta"]) > 0.5  # turning left
+    assert (tmp_path / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_info_prints_the_tree_and_the_degrees_of_freedom(mb_sim):

@@ -108,6 +108,35 @@ BAD = {
     "gravity of two numbers": ('<gravity xyz="0 0"/>', "mb_sim gravity <gravity xyz=\"0 0\">: expected 3 number(s)"),
     "gravity without xyz": ('<gravity/>', "mb_sim gravity: needs an 'xyz' attribute"),
     "unknown extension element": ('<magic/>', "mb_sim: unknown element <magic> (known: <loop_joint>"),
+    "motor without a joint": ('<dc_motor name="m" torque_constant="1" resistance="1"/>',
+                              "mb_sim dc_motor 'm': needs a 'joint' attribute"),
+    "motor without resistance": ('<dc_motor name="m" joint="ja" torque_constant="1"/>',
+                                 "mb_sim dc_motor 'm': needs a 'resistance' attribute"),
+    "motor of zero resistance": ('<dc_motor name="m" joint="ja" torque_constant="1" resistance="0"/>',
+                                 "mb_sim dc_motor 'm': resistance must be positive, got 0"),
+    "motor with negative inductance": (
+        '<dc_motor name="m" joint="ja" torque_constant="1" resistance="1" inductance="-1e-4"/>',
+        "mb_sim dc_motor 'm': inductance must not be below 0, got -0.0001"),
+    "motor with a zero gear": ('<dc_motor name="m" joint="ja" torque_constant="1" resistance="1" gear_ratio="0"/>',
+                               "mb_sim dc_motor 'm': gear_ratio must not be zero"),
+    "motor with NaN constant": ('<dc_motor name="m" joint="ja" torque_constant="nan" resistance="1"/>',
+                                "mb_sim dc_motor 'm' <dc_motor torque_constant=\"nan\">: NaN or infinite value"),
+    "motor on a fixed joint": ('<dc_motor name="m" joint="jc" torque_constant="1" resistance="1"/>',
+                               "mb_sim dc_motor 'm': joint 'jc' is fixed; it needs a one-DoF joint"),
+    "two motors on a joint": ('<dc_motor name="m" joint="ja" torque_constant="1" resistance="1"/>'
+                              '<dc_motor name="n" joint="ja" torque_constant="1" resistance="1"/>',
+                              "mb_sim dc_motor 'n': joint 'ja' already has the motor 'm'"),
+    "motor with a misspelt attribute": ('<dc_motor name="m" joint="ja" torque_constant="1" resistance="1" '
+                                        'inductence="1"/>', "mb_sim dc_motor 'm': unknown attribute(s) inductence"),
+    "wheel without radius": ('<rolling_wheel name="w" link="a"/>', "mb_sim rolling_wheel 'w': needs a 'radius'"),
+    "wheel of negative radius": ('<rolling_wheel name="w" link="a" radius="-0.1"/>',
+                                 "mb_sim rolling_wheel 'w': radius must be positive, got -0.1"),
+    "wheel on an unknown link": ('<rolling_wheel name="w" link="ghost" radius="0.1"/>',
+                                 "mb_sim rolling_wheel 'w': wheel link 'ghost' does not exist"),
+    "wheel with a zero axis": ('<rolling_wheel name="w" link="a" radius="0.1"><axis xyz="0 0 0"/></rolling_wheel>',
+                               "mb_sim rolling_wheel 'w' <axis>: axis is zero"),
+    "wheel on a fixed link without axis": ('<rolling_wheel name="w" link="c" radius="0.1"/>',
+                                           "mb_sim rolling_wheel 'w': link 'c' is not moved by a revolute"),
 }
 
 
