@@ -107,11 +107,15 @@ def _info(args: argparse.Namespace) -> int:
     from mb_sim.model import symbol_name
     from mb_sim.ros.constraint_services import constraint_service_names
     from mb_sim.symbolic import analyse_constraints
+    from mb_sim.symbolic.derive import electrical_states
 
     robot = _load_robot(args.robot)
     print(robot.describe())
     system, descriptions = robot.system, robot.descriptions
-    for title, symbols in (("Coordinates", system.q), ("Speeds", system.u)):
+    states = [state for state, _, _ in electrical_states(robot)]
+    for title, symbols in (("Coordinates", system.q), ("Speeds", system.u), ("Electrical states", states)):
+        if not symbols:
+            continue
         print(f"\n{title}:")
         for symbol in symbols:
             print(f"  {symbol_name(symbol)}: {descriptions.get(symbol, '')}")

@@ -51,6 +51,10 @@ class Simulator:
         Passed to :func:`mb_sim.codegen.load_numeric_model`.
     rtol, atol
         Tolerances of the adaptive integrators.
+
+    The state lives in ``model.buffers``: calling the model's public methods (``evaluate``,
+    ``forward_dynamics``...) loads their arguments there, which changes the simulator's state
+    (and ``params=None`` its parameters); pass the buffers themselves to look without touching.
     """
 
     def __init__(self, robot: Robot | str | os.PathLike, *, dt: float = 1e-3, integrator: str = "rk4",
@@ -298,9 +302,14 @@ class Simulator:
         flags[best] = 1.0
 
     def _constraint_matrices_at_generic_configurations(self) -> list[np.ndarray]:
+        """A at the derivation's generic configurations (the state in the buffers is kept)."""
         model, b = self.model, self.model.buffers
-        return [model.evaluate(q, np.zeros(model.n_u), b.inputs, b.params)["constraint_matrix"]
-                for q in model.generic_configurations]
+        state = b.q.copy(), b.u.copy()
+        try:
+            return [model.evaluate(q, np.zeros(model.n_u), b.inputs, b.params)["constraint_matrix"]
+                    for q in model.generic_configurations]
+        finally:
+            b.q[:], b.u[:] = state
 
     def _constraint_rows(self, name: str) -> np.ndarray:
         rows = np.flatnonzero([n == name for n in self.model.constraint_names])
