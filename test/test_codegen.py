@@ -545,7 +545,7 @@ def test_pipeline_index_carries_the_projection(tmp_path):
     for eom in (spinning_body(), cartesian_pendulum(dependent=[1])):
         model = compile_model(eom, cache_dir=tmp_path)
         index = tmp_path / f"{eom.name}.model.json"
-        pipeline._write_index(index, eom, model.library_path.with_suffix(".c"))
+        pipeline._write_index(index, eom, model.library_path.with_suffix(".c"), model.source)
         robot = SimpleNamespace(name=eom.name,
                                 parameters=dict(zip(eom.parameters, eom.parameter_values)))
         loaded = pipeline._load_cached(robot, index, tmp_path, None)

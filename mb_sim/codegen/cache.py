@@ -5,7 +5,13 @@ library's sha256, plus the ``.c`` source for inspection.  Every file is written 
 name in the cache directory and moved into place with ``os.replace``, so no reader ever sees a
 half-written file and processes building the same entry at once each install a complete copy.
 An entry whose sidecar is missing or does not match (key, sha256) is rebuilt, not trusted; so is
-one that ``ctypes`` cannot load.
+one that ``ctypes`` cannot load, and one whose files other users could have written to.
+
+The cache holds code that is run, so it is trusted only where nobody else can write, as ssh and
+pip treat their files: a cache directory owned by another user or writable by group or others is
+not used (a :class:`CacheWarning` says why, and a private temporary cache serves the process
+instead); a new one is created readable by its owner only.  Temporaries left behind by a compiler
+or a process that was killed are removed when their process is gone.
 """
 from __future__ import annotations
 
@@ -16,7 +22,11 @@ import os
 import platform
 import re
 import secrets
+import stat
 import sys
+import tempfile
+import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,18 +39,86 @@ from mb_sim.codegen.compiler import COMPILE_FLAGS, compile_shared_library
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
-__all__ = ["atomic_write", "cache_directory", "cache_key", "load_library", "safe_name", "temporary_path"]
+__all__ = ["CacheWarning", "atomic_write", "cache_directory", "cache_key", "is_private", "load_library",
+           "remove_stale_temporaries", "safe_name", "temporary_path"]
+
+#: Temporaries older than this [s] are removed even if a process of their pid number exists.
+STALE_AGE = 24 * 3600.0
+# A temporary's name: ".<stem>.<pid>.<12 hex digits><suffix>" (see temporary_path).
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{12}(\.[A-Za-z0-9]+)*$")
+# Untrusted cache directories seen by this process, and the private one used instead.
+_REPLACEMENTS: dict[Path, Path] = {}
+
+
+class CacheWarning(UserWarning):
+    """The cache directory cannot be trusted (another user could change the code it holds)."""
 
 
 def cache_directory(cache_dir: str | os.PathLike | None = None) -> Path:
-    """`cache_dir` if given, else ``$MB_SIM_CACHE_DIR``, else ``~/.cache/mb_sim``.
+    """`cache_dir` if given, else ``$MB_SIM_CACHE_DIR``, else ``~/.cache/mb_sim``; if other users
+    could write to it, a private temporary directory instead (with a :class:`CacheWarning`).
 
     ``~/.cache`` is ``$XDG_CACHE_HOME`` when that is set.
     """
     if cache_dir is None:
         cache_dir = os.environ.get("MB_SIM_CACHE_DIR") or Path(
             os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mb_sim"
-    return Path(cache_dir).expanduser()
+    return _trusted(Path(cache_dir).expanduser())
+
+
+def _trusted(directory: Path) -> Path:
+    """`directory` if it does not exist yet or only its owner (this user) can write to it."""
+    try:
+        status = directory.stat()
+    except OSError:
+        return directory
+    if status.st_uid == os.getuid() and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return directory
+    if directory not in _REPLACEMENTS:
+        _REPLACEMENTS[directory] = Path(tempfile.mkdtemp(prefix="mb_sim-cache-"))
+        why = (f"owned by uid {status.st_uid}" if status.st_uid != os.getuid()
+               else "writable by other users")
+        warnings.warn(f"the mb_sim cache directory {directory} is {why}: it holds code mb_sim runs, so it is not "
+                      f"used; this process compiles into the private {_REPLACEMENTS[directory]} instead "
+                      f"(fix: chmod go-w {directory}, or set $MB_SIM_CACHE_DIR to a directory of yours)",
+                      CacheWarning, stacklevel=3)
+    return _REPLACEMENTS[directory]
+
+
+def is_private(path: Path) -> bool:
+    """Whether the file at `path` belongs to this user and nobody else can write to it."""
+    status = path.stat()
+    return status.st_uid == os.getuid() and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def remove_stale_temporaries(directory: Path) -> list[Path]:
+    """Remove temporaries whose process is gone (or that are older than STALE_AGE); the paths."""
+    removed = []
+    try:
+        candidates = [p for p in directory.iterdir() if _TEMPORARY.match(p.name)]
+    except OSError:
+        return removed
+    for path in candidates:
+        pid = int(_TEMPORARY.match(path.name).group(1))
+        try:
+            old = time.time() - path.stat().st_mtime > STALE_AGE
+            if old or not _alive(pid):
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process `pid` exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def cache_key(source: str) -> str:
@@ -66,6 +144,8 @@ def load_library(
         Compiling fails or the fresh library cannot be loaded.
     """
     entry = _Entry.of(source, name, cache_directory(cache_dir))
+    for path in remove_stale_temporaries(entry.directory):
+        report(progress, f"removed {path}, left behind by a process that is gone")
     if entry.is_valid():
         try:
             library = ctypes.CDLL(str(entry.library))
@@ -73,6 +153,7 @@ def load_library(
             report(progress, f"cannot load cached {entry.library} ({error}); rebuilding")
         else:
             report(progress, f"loaded {name} from the cache: {entry.library}")
+            entry.restore_source(source)
             return entry.library, library
     elif entry.library.exists():
         report(progress, f"cached {entry.library} is stale or corrupt; rebuilding")
@@ -109,18 +190,32 @@ class _Entry:
         return self.directory / f"{self.stem}.c"
 
     def is_valid(self) -> bool:
-        """Whether the sidecar exists, names this key and the library's current sha256."""
+        """Whether the sidecar exists, names this key and the library's current sha256, and
+        nobody else could have written either."""
         try:
             metadata = json.loads(self.sidecar.read_text())
             return (isinstance(metadata, dict) and metadata.get("key") == self.key
+                    and is_private(self.sidecar) and is_private(self.library)
                     and metadata.get("sha256") == _sha256(self.library))
         except (OSError, ValueError):
             return False
 
+    def restore_source(self, source: str) -> None:
+        """Put the library's own source back beside it if the file there differs (edited)."""
+        try:
+            if self.source.read_text() == source:
+                return
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            atomic_write(self.source, source.encode())
+        except OSError:
+            pass  # the source is for reading only; the library is what runs
+
     def build(self, source: str, progress: Progress) -> None:
         """Compile `source` and install library and sidecar atomically."""
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write(self.source, source.encode())
             with temporary_path(self.library) as library:
                 compile_shared_library(self.source, library, progress)

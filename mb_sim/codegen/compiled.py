@@ -31,6 +31,8 @@ class CompiledModel(NumericModel):
     ----------
     library_path
         The shared library in the cache.
+    source
+        The C source it was compiled from.
     """
 
     def __init__(
@@ -38,8 +40,8 @@ class CompiledModel(NumericModel):
         progress: Progress = None, source: str | None = None,
     ):
         super().__init__(eom)
-        source = generate_c_source(eom, progress) if source is None else source
-        self.library_path, library = load_library(source, eom.name, cache_dir, progress)
+        self.source = generate_c_source(eom, progress) if source is None else source
+        self.library_path, library = load_library(self.source, eom.name, cache_dir, progress)
         self._check_matches(library)
         self._time = np.zeros(1)
         b = self.buffers

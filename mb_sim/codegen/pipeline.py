@@ -1,12 +1,16 @@
 """From a robot model to a numeric model, through the disk cache keyed by the robot's topology.
 
 A cache hit needs no derivation and no code generation: the index entry
-``<robot>-<topology key>.model.json`` names the generated C (kept in the cache) and records the
-equations' header (symbol names, output shapes, the indices projection uses), and the library is
-loaded and verified as ``compile_model`` does.  Parameter values always come from the robot at hand.
+``<robot>-<topology key>.model.json`` names the generated C (kept in the cache, by a plain file
+name: nothing outside the cache directory is ever read) with its sha256, and records the
+equations' header (symbol names, output shapes, the indices projection uses); the library is
+loaded and verified as ``compile_model`` does.  A source that no longer has its recorded sha256
+(edited after generation), or an index another user could have written, is not trusted: the
+model is derived and generated again.  Parameter values always come from the robot at hand.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,7 +19,7 @@ from sympy import Matrix, Symbol
 from sympy.physics.mechanics import dynamicsymbols
 
 from mb_sim.codegen.c_source import GENERATOR_VERSION
-from mb_sim.codegen.cache import atomic_write, cache_directory, safe_name
+from mb_sim.codegen.cache import atomic_write, cache_directory, is_private, safe_name
 from mb_sim.codegen.compiled import CompiledModel
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.numeric_model import NumericModel
@@ -50,8 +54,12 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
         return cached
     eom = derive_equations(robot, progress)
     model = CompiledModel(eom, directory, progress)
-    _write_index(index, eom, model.library_path.with_suffix(".c"))
+    _write_index(index, eom, model.library_path.with_suffix(".c"), model.source)
     return model
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _header(eom: EquationsOfMotion) -> dict:
@@ -74,16 +82,27 @@ def _force_laws(robot: Robot) -> list[tuple[str, str]]:
     return [(s.name, s.spring_description.law) for s in springs if s.law_index is not None]
 
 
-def _write_index(index: Path, eom: EquationsOfMotion, source: Path) -> None:
-    """Atomically write the index entry (temporary file in the same directory, then replace)."""
-    atomic_write(index, json.dumps({"source": source.name, "header": _header(eom)}, indent=1).encode())
+def _write_index(index: Path, eom: EquationsOfMotion, source: Path, text: str) -> None:
+    """Atomically write the index entry (temporary file in the same directory, then replace):
+    the source file's name and the sha256 of `text`, the source as generated."""
+    entry = {"source": source.name, "source_sha256": _sha256(text), "header": _header(eom)}
+    atomic_write(index, json.dumps(entry, indent=1).encode())
 
 
 def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress) -> NumericModel | None:
     """The cached model, or None (missing, unreadable or inconsistent entries are rebuilt)."""
     try:
+        if not is_private(index):
+            return None
         entry = json.loads(index.read_text())
-        source = (directory / entry["source"]).read_text()
+        name = entry["source"]
+        if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+            return None  # the index names something outside the cache directory: not ours
+        source = (directory / name).read_text()
+        if entry.get("source_sha256") != _sha256(source):
+            report(progress, f"{robot.name}: the cached source {name} was changed after it was generated; "
+                             "deriving again")
+            return None
         header = entry["header"]
         values = robot.parameters
         if header["parameters"] != [str(p) for p in values]:
