@@ -84,12 +84,14 @@ def _load_robot(robot: str) -> Robot:
         raise CommandError(str(err)) from None
 
 
+@_user_errors
 def _describe(args: argparse.Namespace) -> int:
     """Print the component tree of a robot with every symbol's description and value."""
     print(_load_robot(args.robot).describe())
     return 0
 
 
+@_user_errors
 def _eom(args: argparse.Namespace) -> int:
     """Derive and print the equations of motion (pretty text or LaTeX)."""
     from mb_sim.symbolic import derive_equations

@@ -44,6 +44,8 @@ def robot_path(robot: str) -> Path:
     candidate = Path(robot).expanduser()
     if candidate.is_file():
         return candidate
+    if candidate.is_dir():
+        raise FileNotFoundError(f"robot {robot!r} is a directory, not a URDF file")
     name = robot if robot.endswith(".urdf") else f"{robot}.urdf"
     shipped = share_directory() / "urdf" / name
     if shipped.is_file():

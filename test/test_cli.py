@@ -37,3 +37,24 @@ def test_doctor_reports_a_working_installation():
     result = run("doctor")
     assert result.returncode == 0, result.stdout
     assert "ok  tf2_msgs.msg" in result.stdout
+
+
+def test_describe_and_eom_report_bad_input_in_one_line(tmp_path):
+    """Everything the other commands report in one line, these do too (no traceback)."""
+    far_loop = (tmp_path / "far.urdf")
+    far_loop.write_text(
+        "<robot name='r'><link name='g'/><link name='a'><inertial><mass value='1'/><inertia ixx='1' ixy='0' "
+        "ixz='0' iyy='1' iyz='0' izz='1'/></inertial></link><joint name='j' type='revolute'><parent link='g'/>"
+        "<child link='a'/><axis xyz='0 1 0'/></joint><mb_sim><loop_joint name='l' type='spherical' parent='g' "
+        "child='a'><origin xyz='0 0.5 0'/></loop_joint></mb_sim></robot>")
+    component = tmp_path / "component.urdf"
+    component.write_text("<robot name='r'><link name='a'/><component type='nothing_registered' name='c' "
+                         "attach_to='a'><parameter name='k' value='abc'/></component></robot>")
+    cases = [("eom", far_loop, "loop joint 'l': position along y is -0.5 whatever the coordinates"),
+             ("describe", component, "component 'c' <parameter name=\"k\" value=\"abc\">: not a number"),
+             ("eom", component, "not a number"), ("describe", tmp_path, "is a directory")]
+    for command, path, expected in cases:
+        result = run(command, str(path), *(["--quiet"] if command == "eom" else []))
+        assert result.returncode == 1, (command, path, result.stdout)
+        assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
+        assert expected in result.stderr, (command, result.stderr)

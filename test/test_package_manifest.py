@@ -1,6 +1,8 @@
 """package.xml and setup.py describe an ament_python package a colcon workspace can build."""
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 
@@ -26,6 +28,26 @@ def test_package_xml_lists_every_dependency(repo):
     exec_deps = {dep.name for dep in package.exec_depends}
     assert REQUIRED_EXEC <= exec_deps, f"missing: {sorted(REQUIRED_EXEC - exec_deps)}"
     assert "python3-pytest" in {dep.name for dep in package.test_depends}
+
+
+#: The rosdep key of each PyPI dependency (setup.py's ``pypi`` extra), from rosdistro's rosdep
+#: files; mcap comes with mcap-ros2-support, which requires it (rosdep installs both with pip).
+ROSDEP_KEYS = {"sympy": "python3-sympy", "numpy": "python3-numpy", "scipy": "python3-scipy",
+               "transforms3d": "python3-transforms3d", "urdf-parser-py": "urdfdom_py", "PyYAML": "python3-yaml",
+               "matplotlib": "python3-matplotlib", "mcap": "mcap-ros2-support",
+               "mcap-ros2-support": "mcap-ros2-support"}
+
+
+def test_every_pypi_dependency_has_its_rosdep_key(repo):
+    """A workspace set up with rosdep gets what the pypi extra installs (mcap for recordings...)."""
+    tree = ast.parse((repo / "setup.py").read_text())
+    listed = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                  and getattr(node.targets[0], "id", "") == "PYPI_DEPENDENCIES")
+    names = [re.split(r"[<>=!~ ]", item.value)[0] for item in listed.elts]
+    assert set(names) == set(ROSDEP_KEYS), "a new PyPI dependency needs its rosdep key here and in package.xml"
+    exec_deps = {dep.name for dep in parse_package(str(repo / "package.xml")).exec_depends}
+    missing = sorted({ROSDEP_KEYS[name] for name in names} - exec_deps)
+    assert not missing, f"package.xml lacks {missing}"
 
 
 def test_setup_version_matches_package_xml(repo):

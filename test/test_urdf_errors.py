@@ -61,6 +61,15 @@ BAD_INPUTS = {
     "limit reversed": (robot(link("a"), link("b"), joint("j", "a", "b", extra='<limit lower="1" upper="-1" effort="1" velocity="1"/>')),
                        "joint 'j' <limit>: lower 1.0 is above upper -1.0"),
     "duplicate link": (robot(link("a"), link("a")), "link 'a': 2 links have this name"),
+    "negative effort limit": (robot(link("a"), link("b"), joint("j", "a", "b", extra='<limit effort="-5" velocity="1"/>')),
+                              "joint 'j' <limit effort=\"-5\">: a negative effort limit means nothing"),
+    "negative velocity limit": (robot(link("a"), link("b"),
+                                      joint("j", "a", "b", extra='<limit effort="5" velocity="-1"/>')),
+                                "joint 'j' <limit velocity=\"-1\">: a negative velocity limit means nothing"),
+    "component parameter not a number": (
+        robot(link("a"), link("b"), joint("j", "a", "b"),
+              '<component type="x" name="c" attach_to="j"><parameter name="k" value="abc"/></component>'),
+        "component 'c' <parameter name=\"k\" value=\"abc\">: not a number"),
     "massive world": (robot(link("world"), link("b"), joint("j", "world", "b")), "link 'world'"),
 }
 

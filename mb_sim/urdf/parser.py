@@ -119,10 +119,16 @@ def _component_spec(element: ET.Element, source: str) -> ComponentSpec:
             raise URDFError(source, label, f"<component> needs a '{attribute}' attribute")
     parameters = {}
     for parameter in element.findall("parameter"):
-        name = parameter.get("name")
-        if not name or parameter.get("value") is None:
+        name, raw = parameter.get("name"), parameter.get("value")
+        if not name or raw is None:
             raise URDFError(source, label, "<parameter> needs 'name' and 'value' attributes")
-        parameters[name] = float(parameter.get("value"))  # checked numeric by _check_numbers
+        try:
+            value = float(raw)
+        except ValueError:
+            raise URDFError(source, f"{label} <parameter name=\"{name}\" value=\"{raw}\">", "not a number") from None
+        if not math.isfinite(value):
+            raise URDFError(source, f"{label} <parameter name=\"{name}\" value=\"{raw}\">", "NaN or infinite value")
+        parameters[name] = value
     return ComponentSpec(element.get("type"), element.get("name"), element.get("attach_to"), parameters)
 
 
@@ -246,6 +252,10 @@ def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str]) -
         raise URDFError(source, f"{label} <axis>", "axis is zero")
     limit = JointLimit()
     if joint.limit is not None:
+        for bound in ("effort", "velocity"):
+            if (getattr(joint.limit, bound) or 0.0) < 0:
+                raise URDFError(source, f"{label} <limit {bound}=\"{getattr(joint.limit, bound):g}\">",
+                                f"a negative {bound} limit means nothing (limits are magnitudes)")
         bounded = joint.type in ("revolute", "prismatic")
         limit = JointLimit(
             lower=float(joint.limit.lower) if bounded and "lower" in stated else None,
