@@ -125,26 +125,23 @@ class ConstraintKinematics:
     # -- speeds and accelerations -------------------------------------------------------------
     def solve_speeds(self, q: np.ndarray, u: np.ndarray, held: set[int], t: float) -> np.ndarray:
         """Speeds satisfying the enabled rows of A u + b = 0 at `q`, the `held` ones kept."""
-        u = np.array(u, dtype=float)
-        rows = self._rows(self.model.n_constraints)
-        if not len(rows):
-            return u
-        out = self._outputs(q, u, t)
-        matrix, bias = out["constraint_matrix"][rows], out["constraint_bias"][rows, 0]
-        free = self._free(matrix, self.model.projection.speeds, held)
-        residual = matrix @ u + bias
-        u[free] -= np.linalg.lstsq(matrix[:, free], residual, rcond=None)[0]
-        return u
+        return self._solve_linear(q, u, u, held, t, "constraint_bias")
 
     def solve_accelerations(self, q: np.ndarray, u: np.ndarray, udot: np.ndarray, held: set[int],
                             t: float) -> np.ndarray:
         """Accelerations satisfying the enabled rows of A u' + c = 0, the `held` ones kept."""
-        udot = np.array(udot, dtype=float)
+        return self._solve_linear(q, u, udot, held, t, "acceleration_bias")
+
+    def _solve_linear(self, q: np.ndarray, u: np.ndarray, values: np.ndarray, held: set[int], t: float,
+                      bias: str) -> np.ndarray:
+        """`values` (speeds or accelerations) moved so that ``A values + bias = 0`` over the
+        enabled rows, by least squares over the free ones (the dependent speeds not held)."""
+        values = np.array(values, dtype=float)
         rows = self._rows(self.model.n_constraints)
         if not len(rows):
-            return udot
+            return values
         out = self._outputs(q, u, t)
-        matrix, bias = out["constraint_matrix"][rows], out["acceleration_bias"][rows, 0]
+        matrix, offset = out["constraint_matrix"][rows], out[bias][rows, 0]
         free = self._free(matrix, self.model.projection.speeds, held)
-        udot[free] -= np.linalg.lstsq(matrix[:, free], matrix @ udot + bias, rcond=None)[0]
-        return udot
+        values[free] -= np.linalg.lstsq(matrix[:, free], matrix @ values + offset, rcond=None)[0]
+        return values
