@@ -370,7 +370,8 @@ def test_stale_commands_fall_back_to_zero_effort(pendulum, peer):
     ("/mb_sim/joint_commands", JointState(name=["hinge"], effort=[]), r"1 names but 0 efforts"),
     ("/mb_sim/joint_commands", JointState(name=["hinge"], effort=[math.inf]), r"non-finite effort"),
     ("/mb_sim/voltage_commands", Float64MultiArray(data=[6.0]), r"no joint has a motor"),
-], ids=["wrong-length", "nan", "unknown-joint", "length-mismatch", "inf", "voltage"])
+    ("/mb_sim/voltage_joint_commands", JointState(name=["hinge"], effort=[6.0]), r"no joint has a motor"),
+], ids=["wrong-length", "nan", "unknown-joint", "length-mismatch", "inf", "voltage", "voltage-by-name"])
 def test_bad_commands_are_rejected_with_a_warning_and_the_node_goes_on(pendulum, peer, topic, message, problem):
     reset(peer)
     mark = len(pendulum.lines)
@@ -382,6 +383,17 @@ def test_bad_commands_are_rejected_with_a_warning_and_the_node_goes_on(pendulum,
     assert peer.spin_until(lambda: len(states) >= 5, 10), "the node stopped publishing"
     assert pendulum.running()
     assert states[-1].effort[0] == 0.0  # the bad command changed nothing
+
+
+def test_a_robot_without_motors_has_no_motor_states(pendulum, peer):
+    assert wait_for_output(peer, pendulum, re.escape(
+        "~/voltage_commands: no joint has a motor, every voltage command will be rejected"))
+    diagnostics = peer.collect(DiagnosticArray, "/diagnostics")
+    assert peer.spin_until(lambda: diagnostics, 5)
+    assert not [kv.key for kv in diagnostics[-1].status[0].values if kv.key.startswith("motor ")]
+    assert peer.node.get_publishers_info_by_topic("/mb_sim/motor_states") == []
+    for topic in ("/mb_sim/voltage_commands", "/mb_sim/voltage_joint_commands"):  # there, refusing
+        assert peer.spin_until(lambda: peer.node.get_subscriptions_info_by_topic(topic), 5), topic
 
 
 def test_joint_states_arrive_at_the_publish_rate(pendulum, peer):

@@ -12,18 +12,25 @@ import pytest
 from transforms3d.euler import euler2mat
 
 from mb_sim.model import load_urdf
-from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
+from mb_sim.ros.commands import (
+    CommandError, EffortCommands, TimedCommands, effort_array, joint_efforts, motor_voltages, voltage_array,
+)
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
 from mb_sim.ros.conversions import (
     odometry, pose_matrix, quaternion, seconds, stamp, transform_matrix, transform_stamped, wrench_stamped,
 )
 from mb_sim.ros.reactions import loop_wrenches, wrench_in_child_frame
+from mb_sim.ros.motors import FIELDS, motor_diagnostics, motor_states_from_message, motor_states_message
 from mb_sim.ros.springs import COMPRESSION, LINE_WIDTH, NEUTRAL, TENSION, spring_color, spring_markers
-from mb_sim.sim.outputs import SpringState
+from mb_sim.sim import Simulator
+from mb_sim.sim.outputs import MotorState, SpringState
 from mb_sim.sim.frames import base_twist_function, frame_tree, relative_pose
 from mb_sim.ros.pacing import Pacer, RateMonitor, is_lagging, steps_per_period
 
 JOINTS = ["shoulder", "elbow"]
+#: diff_drive's motors and the joints they drive, in motor order.
+MOTOR_JOINTS = {"right_motor": "right_wheel_joint", "left_motor": "left_wheel_joint"}
+MOTORIZED = {joint: motor for motor, joint in MOTOR_JOINTS.items()}
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -70,6 +77,101 @@ def test_voltage_without_motor_is_rejected():
     assert voltage_array([12.0], ["elbow"]).tolist() == [12.0]
     with pytest.raises(CommandError):
         voltage_array([12.0, 1.0], ["elbow"])
+
+
+def test_voltage_array_accepts_one_finite_value_per_motor():
+    assert voltage_array([24.0, -20.0], list(MOTOR_JOINTS)).tolist() == [24.0, -20.0]
+    assert voltage_array([100.0, 0.0], list(MOTOR_JOINTS)).tolist() == [100.0, 0.0]  # the simulator clamps
+
+
+@pytest.mark.parametrize("data, kind, problem", [
+    ([1.0], "length", "expected 2 values (one per motor: right_motor, left_motor), got 1"),
+    ([1.0, 2.0, 3.0], "length", "got 3"),
+    ([math.nan, 0.0], "not_finite", "non-finite voltage (right_motor=nan)"),
+    ([0.0, math.inf], "not_finite", "non-finite voltage (left_motor=inf)"),
+    ([-math.inf, 0.0], "not_finite", "right_motor=-inf")])
+def test_voltage_array_rejects(data, kind, problem):
+    with pytest.raises(CommandError) as err:
+        voltage_array(data, list(MOTOR_JOINTS))
+    assert err.value.kind == kind and problem in str(err.value)
+
+
+def test_motor_voltages_by_motor_or_joint_name():
+    assert motor_voltages(["left_motor"], [3.0], MOTOR_JOINTS) == {"left_motor": 3.0}
+    assert motor_voltages(["left_wheel_joint", "right_motor"], [3.0, -4.0], MOTOR_JOINTS) == \
+        {"left_motor": 3.0, "right_motor": -4.0}
+
+
+@pytest.mark.parametrize("names, voltages, kind, problem", [
+    ([], [], "empty", "names no motor"),
+    (["left_motor"], [], "length", "1 names but 0 voltages"),
+    (["front_motor"], [1.0], "unknown_motor",
+     "unknown motor or motor joint(s) 'front_motor'; motors: right_motor (joint right_wheel_joint), "
+     "left_motor (joint left_wheel_joint)"),
+    (["left_motor", "left_wheel_joint"], [1.0, 2.0], "duplicate_motor", "named twice (by motor or joint name): "
+                                                                        "'left_motor'"),
+    (["left_motor", "left_motor"], [1.0, 2.0], "duplicate_motor", "'left_motor'"),
+    (["right_wheel_joint"], [math.nan], "not_finite", "non-finite voltage (right_wheel_joint=nan)")])
+def test_motor_voltages_rejects(names, voltages, kind, problem):
+    with pytest.raises(CommandError) as err:
+        motor_voltages(names, voltages, MOTOR_JOINTS)
+    assert err.value.kind == kind and problem in str(err.value), str(err.value)
+
+
+def test_motor_voltages_point_an_effort_driven_joint_at_joint_commands():
+    with pytest.raises(CommandError, match=r"joint\(s\) 'arm' have no motor: command their effort on "
+                                           r"~/joint_commands") as err:
+        motor_voltages(["arm"], [1.0], MOTOR_JOINTS, actuated=["arm"])
+    assert err.value.kind == "unknown_motor"
+
+
+def test_voltages_without_motors_are_rejected_on_both_topics():
+    for error in (lambda: voltage_array([1.0], []), lambda: motor_voltages(["hinge"], [1.0], {})):
+        with pytest.raises(CommandError, match="no joint has a motor") as err:
+            error()
+        assert err.value.kind == "no_motor"
+
+
+def test_an_effort_for_a_motorized_joint_is_refused_with_the_motor_named():
+    with pytest.raises(CommandError) as err:
+        joint_efforts(["right_wheel_joint"], [1.0], [], MOTORIZED)
+    assert err.value.kind == "motorized_joint"
+    assert str(err.value) == ("joint 'right_wheel_joint' is driven by motor 'right_motor': "
+                              "use ~/voltage_commands or ~/voltage_joint_commands")
+    with pytest.raises(CommandError, match="joint 'left_wheel_joint' is driven by motor 'left_motor'") as err:
+        joint_efforts(["arm", "left_wheel_joint"], [1.0, 2.0], ["arm"], MOTORIZED)  # not half applied
+    assert err.value.kind == "motorized_joint"
+    assert joint_efforts(["arm"], [1.0], ["arm"], MOTORIZED) == {"arm": 1.0}
+
+
+def test_an_effort_array_with_values_for_motorized_joints_is_refused():
+    with pytest.raises(CommandError) as err:
+        effort_array([1.0, 2.0], [], MOTORIZED)  # one per wheel: but the wheels take voltages
+    assert err.value.kind == "motorized_joint"
+    assert ("expected 0 values (one per actuated joint: none), got 2; joint 'right_wheel_joint' is driven by "
+            "motor 'right_motor', joint 'left_wheel_joint' is driven by motor 'left_motor': use "
+            "~/voltage_commands") in str(err.value)
+    with pytest.raises(CommandError, match="driven by motor") as err:
+        effort_array([1.0, 2.0, 3.0], ["arm"], MOTORIZED)
+    assert err.value.kind == "motorized_joint"
+    with pytest.raises(CommandError, match="driven by motor") as err:
+        effort_array([1.0], [], MOTORIZED)  # some other length: the hint all the same
+    assert err.value.kind == "length"
+    assert effort_array([], [], MOTORIZED).tolist() == []
+    assert effort_array([5.0], ["arm"], MOTORIZED).tolist() == [5.0]
+
+
+def test_voltage_commands_time_out_per_motor_as_efforts_do():
+    commands = TimedCommands(list(MOTOR_JOINTS), timeout=0.5)
+    assert commands.names == commands.joints == list(MOTOR_JOINTS)
+    commands.set_all([24.0, 20.0], now=1.0)
+    commands.set_some(motor_voltages(["left_wheel_joint"], [12.0], MOTOR_JOINTS), now=1.3)
+    assert commands.current(1.4) == (pytest.approx([24.0, 12.0]), [])
+    voltages, expired = commands.current(1.6)
+    assert voltages.tolist() == [0.0, 12.0] and expired == ["right_motor"] and commands.stale
+    assert commands.current(1.7)[1] == []  # once
+    assert commands.current(1.9) == (pytest.approx([0.0, 0.0]), ["left_motor"])
+    assert EffortCommands is TimedCommands
 
 
 def test_commands_time_out_per_joint_and_are_reported_once():
@@ -246,7 +348,7 @@ def test_base_twist_is_in_the_body_frame(repo):
     half = math.sqrt(0.5)
     q = [0.0, 0.0, 0.0, half, 0.0, 0.0, half]
     u = [1.0, 0.0, 0.0, 0.7, 0.0, 0.0]
-    linear, angular = twist(q, u)
+    linear, angular = twist(q, u, list(robot.parameters.values()))
     np.testing.assert_allclose(linear, [0.0, -1.0, 0.0], atol=1e-12)  # world x is body -y
     np.testing.assert_allclose(angular, [0.7, 0.0, 0.0], atol=1e-12)
 
@@ -269,10 +371,126 @@ def test_planar_base_twist_and_frames():
     assert tree.static == []
     twist = base_twist_function(robot, "base_joint")
     theta = 0.5
-    linear, angular = twist([1.0, 2.0, theta], [0.3, -0.2, 0.9])
+    linear, angular = twist([1.0, 2.0, theta], [0.3, -0.2, 0.9], list(robot.parameters.values()))
     c, s = math.cos(theta), math.sin(theta)
     np.testing.assert_allclose(linear, [c * 0.3 + s * -0.2, -s * 0.3 + c * -0.2, 0.0], atol=1e-12)
     np.testing.assert_allclose(angular, [0.0, 0.0, 0.9], atol=1e-12)
+
+
+SLIDER = """<robot name="skew_slider">
+  <link name="world"/>
+  <link name="carriage">
+    <inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+  </link>
+  <joint name="slide" type="prismatic">
+    <parent link="world"/><child link="carriage"/><axis xyz="0.6 0.8 0"/>
+    <limit lower="-10" upper="10" effort="1" velocity="1"/>
+  </joint>
+</robot>"""
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("mb_sim_cache")
+
+
+def _finite_difference_twist(sim: Simulator, link: str, h: float = 1e-3) -> tuple:
+    """The link's twist in its own axes by central differences of its world poses (the simulator's
+    own kinematics, with the parameters as they are) at the state h ahead: (linear, angular, q, u)
+    with q, u that state.  The simulator goes back to where it was."""
+    start = sim.q, sim.u, sim.time
+    before = sim.outputs(dynamics=False).link_poses[link]
+    sim.advance(h)
+    middle, q, u = sim.outputs(dynamics=False).link_poses[link], sim.q, sim.u
+    sim.advance(h)
+    after = sim.outputs(dynamics=False).link_poses[link]
+    sim.set_state(q=start[0], u=start[1], time=start[2], as_initial=False)
+    rotation = middle[:3, :3]
+    linear = rotation.T @ (after[:3, 3] - before[:3, 3]) / (2 * h)
+    spin = rotation.T @ (after[:3, :3] - before[:3, :3]) / (2 * h)  # R^T R' = [w]x in link axes
+    return linear, np.array([spin[2, 1], spin[0, 2], spin[1, 0]]), q, u
+
+
+def test_base_twist_uses_the_parameters_as_they_are_now(cache_dir):
+    """A skew axis makes the axis components parameters; set_parameters at run time must reach the
+    twist (it used to be evaluated once, with the URDF values frozen in)."""
+    sim = Simulator(SLIDER, cache_dir=cache_dir)
+    twist = base_twist_function(sim.robot, "slide")
+    sim.set_state(velocities={"slide": 2.0})
+    linear, angular = twist(sim.q, sim.u, sim.model.buffers.params)
+    np.testing.assert_allclose(linear, [1.2, 1.6, 0.0], atol=1e-12)
+    sim.set_parameters({"slide_axis_x": 0.8, "slide_axis_y": 0.6})  # the axis turned at run time
+    linear, angular = twist(sim.q, sim.u, sim.model.buffers.params)
+    np.testing.assert_allclose(linear, [1.6, 1.2, 0.0], atol=1e-12)
+    np.testing.assert_array_equal(angular, [0.0, 0.0, 0.0])
+    expected, _, q, u = _finite_difference_twist(sim, "carriage")  # where the simulator moves it
+    np.testing.assert_allclose(twist(q, u, sim.model.buffers.params)[0], expected, atol=1e-9)
+    with pytest.raises(ValueError, match="expected 11 parameter values"):
+        twist(sim.q, sim.u, [1.0])
+
+
+SKEW_PLANAR_BASE = """<robot name="skew_rover">
+  <link name="world"/>
+  <link name="chassis">
+    <inertial><mass value="10"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.2" iyz="0" izz="0.3"/></inertial>
+  </link>
+  <joint name="base_joint" type="planar">
+    <parent link="world"/><child link="chassis"/>
+    <origin xyz="0 0 0.1" rpy="0.3 -0.2 0.1"/><axis xyz="0 0.6 0.8"/>
+  </joint>
+</robot>"""
+
+
+def test_planar_base_twist_matches_the_simulator_after_a_parameter_change(cache_dir):
+    """The origin angles of a tilted planar base are parameters; its twist in its own axes does not
+    depend on them (they turn the velocity and the frame alike), before or after a change."""
+    sim = Simulator(SKEW_PLANAR_BASE, cache_dir=cache_dir)
+    twist = base_twist_function(sim.robot, "base_joint")
+    sim.set_parameters({"gravity_g": 0.0})
+    sim.set_state(positions={"base_joint_x": 0.4, "base_joint_y": -0.3, "base_joint_theta": 0.7},
+                  velocities={"base_joint_vx": 0.5, "base_joint_vy": -0.25, "base_joint_w": 1.5})
+    for roll in (0.3, 1.1):
+        sim.set_parameters({"base_joint_origin_roll": roll})
+        expected_linear, expected_angular, q, u = _finite_difference_twist(sim, "chassis")
+        linear, angular = twist(q, u, sim.model.buffers.params)
+        np.testing.assert_allclose(linear, expected_linear, atol=1e-5)
+        np.testing.assert_allclose(angular, expected_angular, atol=1e-5)
+        np.testing.assert_allclose(angular, [0.0, 0.9, 1.2], atol=1e-12)  # w about the axis, in chassis axes
+
+
+# -- motor states -----------------------------------------------------------------------------
+def test_motor_states_message_layout():
+    states = {"right_motor": MotorState(24.0, 1.5, 1.5, 23.0), "left_motor": MotorState(-20.0, -0.5, -0.5, -19.5)}
+    message = motor_states_message(states)
+    rows, columns = message.layout.dim
+    assert (rows.label, rows.size, rows.stride) == ("motors:right_motor,left_motor", 2, 8)
+    assert (columns.label, columns.size, columns.stride) == ("voltage,current,torque,speed", 4, 4)
+    assert message.layout.data_offset == 0
+    assert list(message.data) == [24.0, 1.5, 1.5, 23.0, -20.0, -0.5, -0.5, -19.5]
+    assert FIELDS == ("voltage", "current", "torque", "speed")
+    assert motor_states_from_message(message) == states
+    assert motor_states_from_message(motor_states_message({})) == {}
+
+
+def test_motor_states_from_a_message_of_another_layout_is_an_error():
+    from std_msgs.msg import Float64MultiArray
+
+    with pytest.raises(ValueError, match="not a motor-state layout"):
+        motor_states_from_message(Float64MultiArray(data=[1.0, 2.0]))
+    message = motor_states_message({"m": MotorState(1.0, 2.0, 3.0, 4.0)})
+    message.data = [1.0, 2.0]
+    with pytest.raises(ValueError, match="2 values for 1 motors"):
+        motor_states_from_message(message)
+
+
+def test_motor_diagnostics():
+    values = motor_diagnostics({"right_motor": MotorState(24.0, 0.125, 0.125, 23.875),
+                                "lift": MotorState(-6.0, 2.0, 4.0, -0.5)}, prismatic={"lift"})
+    assert values == {
+        "motor right_motor voltage [V]": "24", "motor right_motor current [A]": "0.125",
+        "motor right_motor torque [N m]": "0.125", "motor right_motor speed [rad/s]": "23.875",
+        "motor lift voltage [V]": "-6", "motor lift current [A]": "2", "motor lift force [N]": "4",
+        "motor lift speed [m/s]": "-0.5"}
 
 
 # -- per-constraint service names ---------------------------------------------------------------

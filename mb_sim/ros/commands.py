@@ -1,53 +1,91 @@
 """Commands to the simulation: validation of incoming messages and the command timeout.
 
-Pure Python (no rclpy): the node passes message fields in and gets efforts or a
-:class:`CommandError` out.  Conventions follow ros2_control's forward command controllers:
+Pure Python (no rclpy): the node passes message fields in and gets efforts or voltages, or a
+:class:`CommandError`, out.  Conventions follow ros2_control's forward command controllers:
 ``effort_commands`` carries one value per actuated joint in ``Simulator.actuated_joints`` order,
 ``joint_commands`` (``sensor_msgs/JointState``) sets the ``effort`` of the joints it names and
-leaves the others unchanged.
+leaves the others unchanged.  Voltages of DC motors alike: ``voltage_commands`` one value per motor
+in ``Simulator.motors`` order, ``voltage_joint_commands`` (``sensor_msgs/JointState``) the
+voltage of each motor it names (by motor name or by the name of the motor's joint) in ``effort``.
+
+A joint driven by a motor takes no effort (the simulator's torque on it is the motor's): an effort
+command naming it is refused, pointing at the voltage topics.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["CommandError", "effort_array", "joint_efforts", "voltage_array", "EffortCommands"]
+__all__ = [
+    "CommandError", "effort_array", "joint_efforts", "voltage_array", "motor_voltages", "TimedCommands",
+    "EffortCommands", "VOLTAGE_TOPICS",
+]
+
+#: The node's voltage topics, named in the hint of a refused effort on a motorized joint.
+VOLTAGE_TOPICS = ("~/voltage_commands", "~/voltage_joint_commands")
 
 
 class CommandError(ValueError):
     """A command the node rejects.  ``kind`` names the problem (one throttled warning per kind):
-    ``length``, ``not_finite``, ``unknown_joint``, ``duplicate_joint``, ``empty``, ``no_motor``."""
+    ``length``, ``not_finite``, ``unknown_joint``, ``duplicate_joint``, ``empty``, ``no_motor``,
+    ``motorized_joint`` (an effort for a joint a motor drives), ``unknown_motor``,
+    ``duplicate_motor``."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
 
-def _finite(values: Sequence[float], names: Sequence[str]) -> np.ndarray:
+def _finite(values: Sequence[float], names: Sequence[str], what: str = "effort") -> np.ndarray:
     array = np.asarray(values, dtype=float)
     bad = [f"{name}={value}" for name, value in zip(names, array.tolist()) if not math.isfinite(value)]
     if bad:
-        raise CommandError("not_finite", f"non-finite effort ({', '.join(bad)})")
+        raise CommandError("not_finite", f"non-finite {what} ({', '.join(bad)})")
     return array
 
 
-def effort_array(data: Sequence[float], joints: Sequence[str]) -> np.ndarray:
-    """Efforts of a ``Float64MultiArray``: exactly one finite value per joint of `joints`."""
+def _driven_by(joints: Sequence[str], motorized: Mapping[str, str]) -> str:
+    """``joint 'a' is driven by motor 'm'[, ...]: use <voltage topics>``."""
+    which = ", ".join(f"joint {joint!r} is driven by motor {motorized[joint]!r}" for joint in joints)
+    return f"{which}: use {' or '.join(VOLTAGE_TOPICS)}"
+
+
+def effort_array(data: Sequence[float], joints: Sequence[str],
+                 motorized: Mapping[str, str] | None = None) -> np.ndarray:
+    """Efforts of a ``Float64MultiArray``: exactly one finite value per joint of `joints`.
+
+    `motorized` maps the joints a motor drives to their motors (they are not in `joints`): an
+    array with a value for them too is refused as ``motorized_joint``, any other wrong length
+    says which joints take voltages instead.
+    """
+    motorized = dict(motorized or {})
     if len(data) != len(joints):
         expected = f"{len(joints)} values (one per actuated joint: {', '.join(joints) or 'none'})"
-        raise CommandError("length", f"expected {expected}, got {len(data)}")
+        message = f"expected {expected}, got {len(data)}"
+        if motorized:
+            message += f"; {_driven_by(list(motorized), motorized)}"
+        kind = "motorized_joint" if motorized and len(data) == len(joints) + len(motorized) else "length"
+        raise CommandError(kind, message)
     return _finite(list(data), joints)
 
 
-def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequence[str]) -> dict[str, float]:
-    """Efforts by name of a ``JointState`` command: its ``name`` and ``effort`` fields."""
+def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequence[str],
+                  motorized: Mapping[str, str] | None = None) -> dict[str, float]:
+    """Efforts by name of a ``JointState`` command: its ``name`` and ``effort`` fields.
+
+    A name in `motorized` (joint -> the motor driving it) is refused as ``motorized_joint``.
+    """
+    motorized = dict(motorized or {})
     names = list(names)
     if not names:
         raise CommandError("empty", "the command names no joint")
     if len(efforts) != len(names):
         raise CommandError("length", f"{len(names)} names but {len(efforts)} efforts")
+    driven = [name for name in dict.fromkeys(names) if name in motorized]
+    if driven:
+        raise CommandError("motorized_joint", _driven_by(driven, motorized))
     unknown = [name for name in names if name not in joints]
     if unknown:
         raise CommandError("unknown_joint", f"unknown or unactuated joint(s) {', '.join(map(repr, unknown))}; "
@@ -58,42 +96,86 @@ def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequen
     return dict(zip(names, _finite(list(efforts), names).tolist()))
 
 
-def voltage_array(data: Sequence[float], motor_joints: Sequence[str]) -> np.ndarray:
-    """Voltages of a ``Float64MultiArray``: one finite value per joint with a DC motor."""
+def _no_motor() -> CommandError:
+    return CommandError("no_motor", "no joint has a motor: this robot takes no voltage commands")
+
+
+def voltage_array(data: Sequence[float], motors: Sequence[str]) -> np.ndarray:
+    """Voltages of a ``Float64MultiArray``: exactly one finite value per motor of `motors`
+    (``Simulator.motors`` order)."""
+    if not motors:
+        raise _no_motor()
+    if len(data) != len(motors):
+        raise CommandError("length", f"expected {len(motors)} values (one per motor: {', '.join(motors)}), "
+                                     f"got {len(data)}")
+    return _finite(list(data), motors, "voltage")
+
+
+def motor_voltages(names: Sequence[str], voltages: Sequence[float], motor_joints: Mapping[str, str],
+                   actuated: Sequence[str] = ()) -> dict[str, float]:
+    """Voltages by motor of a ``JointState`` command: ``name`` holds motor names or the names of
+    their joints, ``effort`` the voltages [V].
+
+    `motor_joints` maps each motor to its joint (``Simulator.motor_joints``, in motor order);
+    `actuated` are the joints that take efforts (named in the message when one is given here).
+    Naming a motor twice (also once by motor and once by joint) is refused.
+    """
     if not motor_joints:
-        raise CommandError("no_motor", "no joint has a motor: this robot takes no voltage commands")
-    if len(data) != len(motor_joints):
-        raise CommandError("length", f"expected {len(motor_joints)} values (one per motor joint: "
-                                     f"{', '.join(motor_joints)}), got {len(data)}")
-    return _finite(list(data), motor_joints)
+        raise _no_motor()
+    names = list(names)
+    if not names:
+        raise CommandError("empty", "the command names no motor")
+    if len(voltages) != len(names):
+        raise CommandError("length", f"{len(names)} names but {len(voltages)} voltages (in effort)")
+    by_joint = {joint: motor for motor, joint in motor_joints.items()}
+    unknown = [name for name in names if name not in motor_joints and name not in by_joint]
+    if unknown:
+        known = ", ".join(f"{motor} (joint {joint})" for motor, joint in motor_joints.items())
+        effort_driven = [name for name in unknown if name in actuated]
+        hint = (f"; joint(s) {', '.join(map(repr, effort_driven))} have no motor: command their effort on "
+                "~/joint_commands" if effort_driven else "")
+        raise CommandError("unknown_motor", f"unknown motor or motor joint(s) {', '.join(map(repr, unknown))}; "
+                                            f"motors: {known}{hint}")
+    motors = [name if name in motor_joints else by_joint[name] for name in names]
+    duplicates = [motor for motor in dict.fromkeys(motors) if motors.count(motor) > 1]
+    if duplicates:
+        raise CommandError("duplicate_motor", "motor(s) named twice (by motor or joint name): "
+                                              f"{', '.join(map(repr, duplicates))}")
+    return dict(zip(motors, _finite(list(voltages), names, "voltage").tolist()))
 
 
-class EffortCommands:
-    """The commanded effort of each actuated joint and when it arrived (wall time, seconds).
+class TimedCommands:
+    """The commanded value of each input (a joint's effort, a motor's voltage) and when it arrived
+    (wall time, seconds).
 
-    A joint's command older than `timeout` seconds is stale: its effort falls back to zero
-    (``timeout == 0`` keeps commands forever).
+    A command older than `timeout` seconds is stale: its value falls back to zero (``timeout == 0``
+    keeps commands forever).
     """
 
-    def __init__(self, joints: Sequence[str], timeout: float) -> None:
+    def __init__(self, names: Sequence[str], timeout: float) -> None:
         if timeout < 0:
             raise ValueError(f"timeout must not be negative, got {timeout}")
-        self.joints, self.timeout = list(joints), timeout
-        n = len(self.joints)
+        self.names, self.timeout = list(names), timeout
+        n = len(self.names)
         self._values = np.zeros(n)
         self._received = np.full(n, -math.inf)
         self._timed_out = np.zeros(n, dtype=bool)  # the last command timed out
 
+    @property
+    def joints(self) -> list[str]:
+        """The inputs' names (joints for efforts)."""
+        return self.names
+
     def set_all(self, values: Sequence[float], now: float) -> None:
-        """A command for every joint (already validated)."""
+        """A command for every input (already validated)."""
         self._values[:] = values
         self._received[:] = now
         self._timed_out[:] = False
 
-    def set_some(self, efforts: dict[str, float], now: float) -> None:
-        """Commands for the named joints (already validated); the others are unchanged."""
-        for name, value in efforts.items():
-            k = self.joints.index(name)
+    def set_some(self, values: Mapping[str, float], now: float) -> None:
+        """Commands for the named inputs (already validated); the others are unchanged."""
+        for name, value in values.items():
+            k = self.names.index(name)
             self._values[k], self._received[k], self._timed_out[k] = value, now, False
 
     def clear(self) -> None:
@@ -103,7 +185,7 @@ class EffortCommands:
         self._timed_out[:] = False
 
     def current(self, now: float) -> tuple[np.ndarray, list[str]]:
-        """The efforts to apply at `now`, and the joints whose command timed out just now."""
+        """The values to apply at `now`, and the inputs whose command timed out just now."""
         expired: list[str] = []
         if self.timeout > 0:
             live = np.isfinite(self._received) & ~self._timed_out  # a command holds, not timed out
@@ -111,12 +193,12 @@ class EffortCommands:
             if old.any():
                 self._values[old] = 0.0
                 self._timed_out[old] = True
-                expired = [name for name, flag in zip(self.joints, old) if flag]
+                expired = [name for name, flag in zip(self.names, old) if flag]
         return self._values.copy(), expired
 
     @property
     def stale(self) -> bool:
-        """Whether some joint's last command timed out (and none came since)."""
+        """Whether some input's last command timed out (and none came since)."""
         return bool(self._timed_out.any())
 
     def age(self, now: float) -> float | None:
@@ -124,3 +206,7 @@ class EffortCommands:
         if not len(self._received) or not np.isfinite(self._received).any():
             return None
         return now - float(self._received.max())
+
+
+#: The effort bookkeeping of the actuated joints (the name it had before voltages came).
+EffortCommands = TimedCommands

@@ -6,12 +6,14 @@ documented in ``config/mb_sim.yaml``.  Frame ids are ``frame_prefix + link``; a 
 
 Publishes
     ``/joint_states`` (sensor_msgs/JointState) every publish period: position, velocity and
-    applied effort (0 without an actuator) of every one-DoF joint, stamped with sim time.
+    applied effort of every one-DoF joint (the commanded effort after clamping; for a joint a DC
+    motor drives, the motor's torque n K i on it; 0 without either), stamped with sim time.
     ``/tf`` (tf2_msgs/TFMessage): parent link -> child link of every moving joint.
     ``/tf_static`` (transient local): every fixed joint, and ``world_frame -> root link``
     (identity) unless the root link is ``world``.
     ``/odom`` (nav_msgs/Odometry), for floating and planar joints out of the world only:
-    ``world_frame -> base``, the base's pose (the same as its /tf) and its twist in the base frame.
+    ``world_frame -> base``, the base's pose (the same as its /tf) and its twist in the base frame
+    (evaluated with the simulator's current parameter values).
     ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics.
     ``/robot_description`` (std_msgs/String, transient local): the URDF.
     ``~/constraints/<name>/wrench`` (geometry_msgs/WrenchStamped), one per loop joint (``<name>``
@@ -26,29 +28,61 @@ Publishes
     grey at zero force, turning red in tension and blue in compression, fully so from
     ``spring_force_scale`` newtons on (:mod:`mb_sim.ros.springs`).  Not published (a warning at
     start-up) where the visualization_msgs package is missing.
+    ``~/motor_states`` (std_msgs/Float64MultiArray), robots with DC motors only, every publish
+    period right after /joint_states (the same state; the message has no stamp): a matrix of one
+    row per motor in ``Simulator.motors`` order and four columns, row-major, ``data_offset`` 0.
+    ``layout.dim[0]``: label ``motors:<name1>,<name2>,...``, size n_motors, stride 4 n_motors;
+    ``layout.dim[1]``: label ``voltage,current,torque,speed``, size 4, stride 4.  Row k holds
+    motor k's applied (clamped) voltage [V], armature current [A], torque on its joint n K i
+    [N m] (the joint's effort in /joint_states) and the joint's speed [rad/s] (the velocity in
+    /joint_states); force [N] and speed [m/s] for a prismatic joint.  E.g. diff_drive:
+    ``motors:right_motor,left_motor``, data ``[V_r, i_r, tau_r, w_r, V_l, i_l, tau_l, w_l]``
+    (:func:`mb_sim.ros.motors.motor_states_from_message` reads it back).
     ``/diagnostics`` (diagnostic_msgs/DiagnosticArray), about 1 Hz: status ``mb_sim: <robot>``
     with sim time, target and achieved real-time factor, physics dt, errors of the enabled
     constraints, each named constraint enabled or disabled, each loop joint's position error
     (largest |Phi| of its rows, enabled or not: ``constraint <name> position error``), each
     spring-damper's force and length (``spring <name> force [N]``, ``spring <name> length [m]``),
-    total energy, command age and backend; WARN while the simulation cannot keep up or commands
-    are stale, ERROR after a divergence, OK otherwise.
+    each motor's state (``motor <name> voltage [V]``, ``... current [A]``, ``... torque [N m]``,
+    ``... speed [rad/s]``; ``force [N]`` and ``speed [m/s]`` on a prismatic joint), total
+    energy, command age (of the latest effort or voltage command) and backend; WARN while the
+    simulation cannot keep up or commands are stale, ERROR after a divergence, OK otherwise.
 
 Subscribes (ros2_control conventions)
     ``~/effort_commands`` (std_msgs/Float64MultiArray): one effort per actuated joint, in
     ``Simulator.actuated_joints`` order (logged at start-up); clamped to the URDF effort limits.
+    A joint a DC motor drives is not an actuated joint: it takes a voltage, not an effort.
     ``~/joint_commands`` (sensor_msgs/JointState): the ``effort`` of each joint in ``name``; the
-    other joints keep their command.
-    ``~/voltage_commands`` (std_msgs/Float64MultiArray): voltages of joints with a DC motor; no
-    robot has one yet, so every message is rejected ("no joint has a motor").
-    A joint whose last command is older than ``command_timeout`` (wall clock) gets zero effort
-    (logged once).  Bad commands (wrong length, NaN/inf, unknown joint, name/effort mismatch,
-    voltage without a motor) are rejected with a throttled warning naming the topic and the
+    other joints keep their command.  Naming a joint a motor drives refuses the message ("joint
+    X is driven by motor Y: use ~/voltage_commands or ~/voltage_joint_commands"); so does an
+    ``~/effort_commands`` array with a value for such joints too.
+    ``~/voltage_commands`` (std_msgs/Float64MultiArray): one voltage [V] per DC motor (``<dc_motor>``
+    in the URDF), in ``Simulator.motors`` order (logged at start-up, with each motor's joint and
+    voltage limit); clamped to the motors' ``voltage_limit``.  Robots without motors reject every
+    message ("no joint has a motor").
+    ``~/voltage_joint_commands`` (sensor_msgs/JointState): the voltage [V] of each motor in
+    ``name``, given in ``effort``; a name is a motor's or the name of the joint it drives
+    (``right_motor`` or ``right_wheel_joint``); the other motors keep their command.  Why a
+    JointState: it is ros2_control's topic-based command convention (topic_based_ros2_control's
+    joint commands): one message names the joints it commands and the field filled in selects
+    the command interface.  A motor's voltage is the command on the effort side of its joint
+    (what the joint's actuator takes in; the motor turns it into the torque /joint_states reports
+    as effort), so it goes in ``effort``; position and velocity stay empty.  Generic tools
+    handle it unchanged: ``ros2 topic pub`` and rqt_publisher write it, PlotJuggler plots it per
+    joint name (``.../<name>/effort``) beside /joint_states; controllers that answer /joint_states
+    with a JointState can be pointed at it (``mb_sim_diff_drive_controller`` does); and the names
+    make it independent of the motor order.  E.g. ``ros2 topic pub /mb_sim/voltage_joint_commands
+    sensor_msgs/msg/JointState "{name: [left_motor], effort: [12.0]}"``.
+    A joint (motor) whose last command is older than ``command_timeout`` (wall clock) gets zero
+    effort (zero volts), logged once.  Bad commands (wrong length, NaN/inf, unknown joint or
+    motor, name/effort mismatch, a name given twice, an effort for a motorized joint, a voltage
+    without a motor) are rejected as a whole with a throttled warning naming the topic and the
     problem; they never stop the node.
 
 Services (std_srvs)
-    ``~/reset`` (Trigger): the initial state (``initial_positions``, at rest) at sim time 0,
-    efforts zero, commands cleared; recovers from a divergence.  A pause stays.
+    ``~/reset`` (Trigger): the initial state (``initial_positions``, at rest, motor currents
+    zero) at sim time 0, efforts and voltages zero, commands cleared; recovers from a divergence.
+    A pause stays.
     ``~/pause`` (SetBool): true pauses (no physics; nothing but /diagnostics is published and
     /clock stops), false resumes (refused after a divergence: reset first).
     ``~/step`` (Trigger): while paused, advance exactly one publish period (a whole number of

@@ -5,7 +5,7 @@ timer and publishes its state.  Its topics, services and timing are described in
 The logic that needs no rclpy lives beside it: :mod:`~mb_sim.ros.commands` (validation, command
 timeout), :mod:`~mb_sim.ros.pacing` (real-time pacing), :mod:`~mb_sim.sim.frames` (TF tree, base
 twist), :mod:`~mb_sim.ros.reactions` (loop-joint wrenches), :mod:`~mb_sim.ros.springs` (spring
-markers) and :mod:`~mb_sim.ros.conversions` (messages).
+markers), :mod:`~mb_sim.ros.motors` (motor states) and :mod:`~mb_sim.ros.conversions` (messages).
 """
 from __future__ import annotations
 
@@ -36,8 +36,11 @@ from mb_sim.codegen import CodegenError, FactorizationError
 from mb_sim.model import ComponentError
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
-from mb_sim.ros.commands import CommandError, EffortCommands, effort_array, joint_efforts, voltage_array
+from mb_sim.ros.commands import (
+    CommandError, TimedCommands, effort_array, joint_efforts, motor_voltages, voltage_array,
+)
 from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped, wrench_stamped
+from mb_sim.ros.motors import motor_diagnostics, motor_states_message
 from mb_sim.ros.reactions import loop_wrenches
 from mb_sim.ros.springs import spring_markers
 from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses, frame_tree
@@ -58,6 +61,8 @@ WARNING_THROTTLE = 2.0
 DIAGNOSTICS_PERIOD = 1.0
 #: The spring-damper markers, relative to the node.
 SPRINGS_TOPIC = "~/springs"
+#: The DC motors' states (robots with motors only), relative to the node.
+MOTOR_STATES_TOPIC = "~/motor_states"
 
 #: QoS of latched topics (/robot_description, /tf_static): late subscribers still get the message.
 LATCHED_QOS = QoSProfile(
@@ -96,8 +101,11 @@ class SimulationNode(Node):
         self.period_steps = steps_per_period(self.dt, self.publish_rate)
         self._pacer = Pacer(self.dt, self.period_steps, self.real_time_factor)
         self._monitor = RateMonitor()
-        self._commands = EffortCommands(self.sim.actuated_joints, self.command_timeout)
-        self._motor_joints: list[str] = []  # joints with a DC motor model: none yet
+        self._commands = TimedCommands(self.sim.actuated_joints, self.command_timeout)  # efforts
+        self._voltages = TimedCommands(self.sim.motors, self.command_timeout)
+        self._motorized = {joint: motor for motor, joint in self.sim.motor_joints.items()}  # joint -> motor
+        self._prismatic_motors = {motor for motor, joint in self.sim.motor_joints.items()
+                                  if self.robot.joints[joint].joint_description.type == "prismatic"}
         self._paused = self.start_paused
         self._failure: str | None = None  # why the simulation diverged
         self._last_cap = -math.inf
@@ -120,12 +128,16 @@ class SimulationNode(Node):
         self._wrench_pubs = [self.create_publisher(WrenchStamped, wrench.topic, 10) for wrench in self._wrenches]
         self._springs_pub = (self.create_publisher(MarkerArray, SPRINGS_TOPIC, 10) if self.robot.spring_dampers
                              else None)
+        self._motor_states_pub = (self.create_publisher(Float64MultiArray, MOTOR_STATES_TOPIC, 10) if self.sim.motors
+                                  else None)
 
         self._effort_sub = self.create_subscription(
             Float64MultiArray, "~/effort_commands", self._on_effort_commands, 10)
         self._joint_sub = self.create_subscription(JointState, "~/joint_commands", self._on_joint_commands, 10)
         self._voltage_sub = self.create_subscription(
             Float64MultiArray, "~/voltage_commands", self._on_voltage_commands, 10)
+        self._voltage_joint_sub = self.create_subscription(
+            JointState, "~/voltage_joint_commands", self._on_voltage_joint_commands, 10)
 
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
@@ -274,7 +286,13 @@ class SimulationNode(Node):
                  f"~/effort_commands order: [{', '.join(actuated)}]" if actuated else
                  f"robot '{self.robot.name}': {len(self.sim.coordinate_names)} coordinates; no actuated joint "
                  "(~/effort_commands takes empty arrays)")
-        log.info("~/voltage_commands: no joint has a motor, every voltage command will be rejected")
+        if self.sim.motors:
+            motors = ", ".join(f"{motor} (joint {joint}, +-{limit:g} V)" for (motor, joint), limit
+                               in zip(self.sim.motor_joints.items(), self.sim.voltage_limits))
+            log.info(f"DC motors in ~/voltage_commands order: [{motors}]; by motor or joint name on "
+                     f"~/voltage_joint_commands (volts in effort); their states on {MOTOR_STATES_TOPIC}")
+        else:
+            log.info("~/voltage_commands: no joint has a motor, every voltage command will be rejected")
         for name, service in self._constraint_services.items():
             state = "enabled" if self.sim.constraint_enabled(name) else "disabled"
             log.info(f"constraint '{name}' ({state}): switch it with {service} (std_srvs/SetBool)")
@@ -308,7 +326,7 @@ class SimulationNode(Node):
 
     def _on_effort_commands(self, message: Float64MultiArray) -> None:
         try:
-            efforts = effort_array(message.data, self.sim.actuated_joints)
+            efforts = effort_array(message.data, self.sim.actuated_joints, self._motorized)
         except CommandError as err:
             self._reject(self._effort_sub.topic_name, err)
             return
@@ -316,7 +334,7 @@ class SimulationNode(Node):
 
     def _on_joint_commands(self, message: JointState) -> None:
         try:
-            efforts = joint_efforts(message.name, message.effort, self.sim.actuated_joints)
+            efforts = joint_efforts(message.name, message.effort, self.sim.actuated_joints, self._motorized)
         except CommandError as err:
             self._reject(self._joint_sub.topic_name, err)
             return
@@ -324,16 +342,32 @@ class SimulationNode(Node):
 
     def _on_voltage_commands(self, message: Float64MultiArray) -> None:
         try:
-            voltage_array(message.data, self._motor_joints)
+            voltages = voltage_array(message.data, self.sim.motors)
         except CommandError as err:
             self._reject(self._voltage_sub.topic_name, err)
+            return
+        self._voltages.set_all(voltages, time.monotonic())
 
-    def _current_efforts(self, now: float) -> np.ndarray:
+    def _on_voltage_joint_commands(self, message: JointState) -> None:
+        try:
+            voltages = motor_voltages(message.name, message.effort, self.sim.motor_joints, self.sim.actuated_joints)
+        except CommandError as err:
+            self._reject(self._voltage_joint_sub.topic_name, err)
+            return
+        self._voltages.set_some(voltages, time.monotonic())
+
+    def _current_inputs(self, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """The efforts (actuated joints) and voltages (motors) to apply at `now`; stale commands
+        are zero, logged once when they time out."""
         efforts, expired = self._commands.current(now)
         if expired:
             self.get_logger().warning(
                 f"no command for {self.command_timeout:g} s: effort of {', '.join(expired)} set to zero")
-        return efforts
+        voltages, expired = self._voltages.current(now)
+        if expired:
+            self.get_logger().warning(
+                f"no command for {self.command_timeout:g} s: voltage of {', '.join(expired)} set to zero")
+        return efforts, voltages
 
     # -- simulation --------------------------------------------------------------------------
     @property
@@ -343,7 +377,7 @@ class SimulationNode(Node):
 
     def _on_tick(self) -> None:
         now = time.monotonic()
-        efforts = self._current_efforts(now)
+        inputs = self._current_inputs(now)
         if not self.running:
             return
         slipped = self._pacer.slipped
@@ -354,13 +388,17 @@ class SimulationNode(Node):
                 f"the simulation fell more than {MAX_CATCH_UP_PERIODS} publish periods behind real time: "
                 f"{self._pacer.slipped - slipped:.3f} s of sim time dropped ({self._pacer.slipped:.3f} s so far)",
                 throttle_duration_sec=WARNING_THROTTLE)
-        if advance.steps and self._advance(advance.steps, efforts):
+        if advance.steps and self._advance(advance.steps, inputs):
             self._publish_state()
         self._monitor.add(now, self.sim.time)  # lagging is judged (and logged) with /diagnostics
 
-    def _advance(self, steps: int, efforts: np.ndarray) -> bool:
-        """Advance `steps` physics steps under `efforts`; False (and paused) on divergence."""
+    def _advance(self, steps: int, inputs: tuple[np.ndarray, np.ndarray]) -> bool:
+        """Advance `steps` physics steps under `inputs` (efforts, voltages; the simulator clamps
+        both to their limits); False (and paused) on divergence."""
+        efforts, voltages = inputs
         self.sim.set_efforts(efforts)
+        if self.sim.motors:
+            self.sim.set_voltages(voltages)
         try:
             self.sim.advance(steps * self.dt)
         except SimulationError as err:
@@ -381,6 +419,7 @@ class SimulationNode(Node):
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.sim.reset()
         self._commands.clear()
+        self._voltages.clear()
         recovered, self._failure = self._failure is not None, None
         self._restart_pacing()
         self._publish_state()
@@ -411,7 +450,7 @@ class SimulationNode(Node):
             response.message = f"cannot step: the simulation diverged ({self._failure}); call ~/reset"
         elif not self._paused:
             response.success, response.message = False, "not paused: call ~/pause with data: true first"
-        elif self._advance(self.period_steps, self._current_efforts(time.monotonic())):
+        elif self._advance(self.period_steps, self._current_inputs(time.monotonic())):
             self._publish_state()
             response.success = True
             response.message = f"stepped {self.period_steps * self.dt:g} s to sim time {self.sim.time:.6g} s"
@@ -461,9 +500,10 @@ class SimulationNode(Node):
         if self._tree.moving:
             self._tf_pub.publish(_transforms(self._tree.moving, poses, now))
         if self._odometry:
-            q, u = self.sim.q, self.sim.u
+            # The parameters as they are now (Simulator.set_parameters), read without a copy.
+            q, u, params = self.sim.q, self.sim.u, self.sim.model.buffers.params
             for edge, twist in self._odometry:
-                linear, angular = twist(q, u)
+                linear, angular = twist(q, u, params)
                 self._odom_pub.publish(odometry(self.world_frame, edge.child_frame, poses[edge.child_link],
                                                 linear, angular, now))
         if out.reactions:
@@ -476,6 +516,8 @@ class SimulationNode(Node):
                 publisher.publish(wrench_stamped(wrench.frame, force, torque, now))
         if self._springs_pub is not None:
             self._springs_pub.publish(spring_markers(out.springs, self.world_frame, now, self.spring_force_scale))
+        if self._motor_states_pub is not None:
+            self._motor_states_pub.publish(motor_states_message(out.motors))
         self._clock_pub.publish(ClockMessage(clock=now))
 
     def _publish_diagnostics(self) -> None:
@@ -513,8 +555,9 @@ class SimulationNode(Node):
         for name, spring in out.springs.items():
             values[f"spring {name} force [N]"] = f"{spring.force:.9g}"
             values[f"spring {name} length [m]"] = f"{spring.distance:.9g}"
-        age = self._commands.age(now)
-        values["command age [s]"] = "no command yet" if age is None else f"{age:.3f}"
+        values |= motor_diagnostics(out.motors, self._prismatic_motors)
+        ages = [age for age in (self._commands.age(now), self._voltages.age(now)) if age is not None]
+        values["command age [s]"] = f"{min(ages):.3f}" if ages else "no command yet"
         values["backend"] = f"{BACKEND} ({type(self.sim.model).__name__}, rk4)"
         if self._failure is not None:
             level, message = DiagnosticStatus.ERROR, f"diverged at {self._failure}; call ~/reset"
@@ -522,7 +565,7 @@ class SimulationNode(Node):
             level = DiagnosticStatus.WARN
             message = f"cannot keep up: real-time factor {values['achieved real-time factor']} " \
                       f"of {self.real_time_factor:g}"
-        elif self._commands.stale:
+        elif self._commands.stale or self._voltages.stale:
             level, message = DiagnosticStatus.WARN, f"commands stale (older than {self.command_timeout:g} s)"
         else:
             level, message = DiagnosticStatus.OK, values["state"]

@@ -76,7 +76,7 @@ def relative_pose(parent: np.ndarray | None, child: np.ndarray) -> np.ndarray:
     return np.linalg.solve(parent, child)
 
 
-Twist = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+Twist = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def edge_poses(edges: list[Edge], world_poses: dict[str, np.ndarray]) -> list[tuple[Edge, np.ndarray]]:
@@ -85,25 +85,43 @@ def edge_poses(edges: list[Edge], world_poses: dict[str, np.ndarray]) -> list[tu
 
 
 def base_twist_function(robot: Robot, joint_name: str) -> Twist:
-    """``f(q, u) -> (linear, angular)``: the twist of the joint's child link relative to its parent,
-    both in child-frame axes (as ``nav_msgs/Odometry`` wants it).
+    """``f(q, u, params) -> (linear, angular)``: the twist of the joint's child link relative to its
+    parent, both in child-frame axes (as ``nav_msgs/Odometry`` wants it).
 
     ``q`` and ``u`` are the robot's generalized coordinates and speeds in ``robot.system`` order
-    (the simulator's ``q`` and ``u``); parameters take their URDF values.
+    (the simulator's ``q`` and ``u``); ``params`` the values of its parameters in
+    ``robot.parameters`` order (the simulator's ``parameter_names``, its model's
+    ``buffers.params``), so parameters changed at run time (``Simulator.set_parameters``) count.
+    ``list(robot.parameters.values())`` gives the URDF values.
+
+    Only the parameters the twist depends on are read.  A planar or floating joint's twist in
+    child axes involves none (its origin angles appear in both the rotation and the velocity and
+    cancel); an axis that is not a coordinate axis makes a revolute or prismatic joint's
+    components parameters.
     """
     joint = robot.joints[joint_name]
     rotation = joint.rotation()  # child components -> parent components
     linear = rotation.T * joint.relative_velocity()
     angular = joint.relative_angular_velocity()
+    stacked = Matrix.vstack(linear, angular)
     q, u = list(robot.system.q), list(robot.system.u)
+    parameters = list(robot.parameters)
+    used = [k for k, symbol in enumerate(parameters) if symbol in stacked.free_symbols]
     q_plain = [Symbol(f"_q{i}") for i in range(len(q))]
     u_plain = [Symbol(f"_u{i}") for i in range(len(u))]
-    replacements = {**dict(zip(q, q_plain)), **dict(zip(u, u_plain)), **robot.parameters}
-    stacked = Matrix.vstack(linear, angular).xreplace(replacements)
-    evaluate = lambdify([q_plain, u_plain], stacked, modules="numpy", cse=True)
+    p_plain = [Symbol(f"_p{k}") for k in used]
+    replacements = {**dict(zip(q, q_plain)), **dict(zip(u, u_plain)),
+                    **{parameters[k]: plain for k, plain in zip(used, p_plain)}}
+    evaluate = lambdify([q_plain, u_plain, p_plain], stacked.xreplace(replacements), modules="numpy", cse=True)
+    n_params = len(parameters)
 
-    def twist(q_values: np.ndarray, u_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        values = np.asarray(evaluate(list(q_values), list(u_values)), dtype=float).reshape(6)
+    def twist(q_values: np.ndarray, u_values: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        params = np.asarray(params, dtype=float)
+        if params.shape != (n_params,):
+            raise ValueError(f"expected {n_params} parameter values (robot.parameters order), got shape "
+                             f"{params.shape}")
+        values = np.asarray(evaluate(list(q_values), list(u_values), params[used].tolist()),
+                            dtype=float).reshape(6)
         return values[:3], values[3:]
 
     return twist
