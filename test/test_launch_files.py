@@ -14,11 +14,13 @@ import yaml
 LAUNCH_ARGUMENTS = {
     "sim.launch.py": {"robot", "rviz", "real_time_factor", "params_file"},
     "demo.launch.py": {"robot", "rviz", "real_time_factor", "params_file", "controller_params_file"},
+    "diff_drive.launch.py": {"rviz", "real_time_factor", "params_file", "controller_params_file"},
 }
 #: Package files each launch file refers to (under share/mb_sim once installed).
 REFERENCED_FILES = {
     "sim.launch.py": {"config/mb_sim.yaml", "config/mb_sim.rviz"},
     "demo.launch.py": {"config/mb_sim.yaml", "config/demo_controller.yaml", "launch/sim.launch.py"},
+    "diff_drive.launch.py": {"config/mb_sim.yaml", "config/diff_drive_controller.yaml", "config/diff_drive.rviz"},
 }
 FILE_NAME = re.compile(r"[\w.-]+\.(yaml|rviz|py|urdf)")
 
@@ -83,6 +85,20 @@ def test_rviz_config_shows_the_robot_from_its_description_topic_in_world(repo):
     assert robot["Description Topic"]["Value"] == "/robot_description"
     assert robot["Description Topic"]["Durability Policy"] == "Transient Local"  # as the node publishes it
     assert manager["Views"]["Current"]["Class"] == "rviz_default_plugins/Orbit"
+
+
+def test_diff_drive_rviz_config_shows_both_odometries_in_odom(repo):
+    config = yaml.safe_load((repo / "config" / "diff_drive.rviz").read_text())
+    manager = config["Visualization Manager"]
+    assert manager["Global Options"]["Fixed Frame"] == "odom"  # the node's world_frame in diff_drive.launch.py
+    displays = manager["Displays"]
+    assert all(display["Enabled"] for display in displays)
+    robot = next(d for d in displays if d["Class"] == "rviz_default_plugins/RobotModel")
+    assert robot["Description Topic"]["Value"] == "/robot_description"
+    assert robot["Description Topic"]["Durability Policy"] == "Transient Local"
+    odometry = {d["Topic"]["Value"] for d in displays if d["Class"] == "rviz_default_plugins/Odometry"}
+    assert odometry == {"/odom", "/mb_sim_diff_drive_controller/odom"}  # ground truth and the controller's ~/odom
+    assert {d["Class"] for d in displays} >= {"rviz_default_plugins/Grid", "rviz_default_plugins/TF"}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None, reason="launch_ros not installed")
