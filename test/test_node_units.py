@@ -70,6 +70,30 @@ def test_unknown_joint_message_names_the_joint_and_the_actuated_ones():
         joint_efforts(["wrist"], [1.0], JOINTS)
 
 
+def test_a_message_naming_more_joints_than_the_robot_has_is_refused_at_once():
+    # A valid name repeated 100k times: before, validation was quadratic (names.count per name)
+    # and held the node for minutes; now the size alone refuses it, without looking further.
+    names = ["elbow"] * 100_000
+    with pytest.raises(CommandError, match="names 100000 joints; this robot has 2") as err:
+        joint_efforts(names, [1.0] * len(names), JOINTS)
+    assert err.value.kind == "too_many"
+    with pytest.raises(CommandError, match="names 3 motors; this robot has 1") as err:
+        motor_voltages(["m", "m", "m"], [1.0] * 3, {"m": "elbow"})
+    assert err.value.kind == "too_many"
+
+
+def test_rejections_name_a_few_culprits_and_count_the_rest():
+    joints = [f"j{k}" for k in range(40)]
+    names = [f"x{k}" for k in range(40)]
+    with pytest.raises(CommandError) as err:
+        joint_efforts(names, [1.0] * 40, joints)
+    assert str(err.value).startswith("unknown or unactuated joint(s) 'x0', 'x1', 'x2', 'x3', 'x4' and 35 more;")
+    with pytest.raises(CommandError, match=r"non-finite effort \(j0=nan, j1=nan, j2=nan, j3=nan, j4=nan and 35 more\)"):
+        joint_efforts(joints, [math.nan] * 40, joints)
+    with pytest.raises(CommandError, match="joint\\(s\\) named twice: 'j1', 'j0'$"):
+        joint_efforts(["j1", "j0", "j1", "j0"], [1.0] * 4, joints)
+
+
 def test_voltage_without_motor_is_rejected():
     with pytest.raises(CommandError, match="no joint has a motor") as err:
         voltage_array([1.0, 2.0], [])

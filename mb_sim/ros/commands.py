@@ -10,6 +10,10 @@ voltage of each motor it names (by motor name or by the name of the motor's join
 
 A joint driven by a motor takes no effort (the simulator's torque on it is the motor's): an effort
 command naming it is refused, pointing at the voltage topics.
+
+Validation costs time linear in the message and is bounded: a message naming more inputs than the
+robot has is refused before anything else is looked at, and error messages list a few culprits,
+not all of them (a hostile message of 100k names costs milliseconds, not minutes).
 """
 from __future__ import annotations
 
@@ -31,18 +35,46 @@ class CommandError(ValueError):
     """A command the node rejects.  ``kind`` names the problem (one throttled warning per kind):
     ``length``, ``not_finite``, ``unknown_joint``, ``duplicate_joint``, ``empty``, ``no_motor``,
     ``motorized_joint`` (an effort for a joint a motor drives), ``unknown_motor``,
-    ``duplicate_motor``."""
+    ``duplicate_motor``, ``too_many`` (more names than the robot has inputs)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
 
+#: Culprits named in one error message; the rest are counted.
+LISTED = 5
+
+
+def _listed(names: Sequence[str]) -> str:
+    """``'a', 'b', ... and N more``: at most ``LISTED`` names, quoted."""
+    shown = ", ".join(map(repr, names[:LISTED]))
+    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+
+
+def _repeated(names: Sequence[str]) -> list[str]:
+    """The names that occur more than once, in order of first occurrence (linear time)."""
+    seen: set[str] = set()
+    repeated: dict[str, None] = {}
+    for name in names:
+        if name in seen:
+            repeated[name] = None
+        seen.add(name)
+    return list(repeated)
+
+
+def _check_size(names: Sequence[str], limit: int, what: str) -> None:
+    """Refuse at once a message naming more than `limit` inputs (more than the robot has)."""
+    if len(names) > limit:
+        raise CommandError("too_many", f"the command names {len(names)} {what}s; this robot has {limit}")
+
+
 def _finite(values: Sequence[float], names: Sequence[str], what: str = "effort") -> np.ndarray:
     array = np.asarray(values, dtype=float)
     bad = [f"{name}={value}" for name, value in zip(names, array.tolist()) if not math.isfinite(value)]
     if bad:
-        raise CommandError("not_finite", f"non-finite {what} ({', '.join(bad)})")
+        more = f" and {len(bad) - LISTED} more" if len(bad) > LISTED else ""
+        raise CommandError("not_finite", f"non-finite {what} ({', '.join(bad[:LISTED])}{more})")
     return array
 
 
@@ -81,18 +113,20 @@ def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequen
     names = list(names)
     if not names:
         raise CommandError("empty", "the command names no joint")
+    _check_size(names, len(joints) + len(motorized), "joint")
     if len(efforts) != len(names):
         raise CommandError("length", f"{len(names)} names but {len(efforts)} efforts")
     driven = [name for name in dict.fromkeys(names) if name in motorized]
     if driven:
-        raise CommandError("motorized_joint", _driven_by(driven, motorized))
-    unknown = [name for name in names if name not in joints]
+        raise CommandError("motorized_joint", _driven_by(driven[:LISTED], motorized))
+    known = set(joints)
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise CommandError("unknown_joint", f"unknown or unactuated joint(s) {', '.join(map(repr, unknown))}; "
+        raise CommandError("unknown_joint", f"unknown or unactuated joint(s) {_listed(unknown)}; "
                                             f"actuated joints: {', '.join(joints) or 'none'}")
-    duplicates = sorted({name for name in names if names.count(name) > 1})
+    duplicates = _repeated(names)
     if duplicates:
-        raise CommandError("duplicate_joint", f"joint(s) named twice: {', '.join(map(repr, duplicates))}")
+        raise CommandError("duplicate_joint", f"joint(s) named twice: {_listed(duplicates)}")
     return dict(zip(names, _finite(list(efforts), names).tolist()))
 
 
@@ -125,22 +159,23 @@ def motor_voltages(names: Sequence[str], voltages: Sequence[float], motor_joints
     names = list(names)
     if not names:
         raise CommandError("empty", "the command names no motor")
+    _check_size(names, len(motor_joints), "motor")
     if len(voltages) != len(names):
         raise CommandError("length", f"{len(names)} names but {len(voltages)} voltages (in effort)")
     by_joint = {joint: motor for motor, joint in motor_joints.items()}
     unknown = [name for name in names if name not in motor_joints and name not in by_joint]
     if unknown:
         known = ", ".join(f"{motor} (joint {joint})" for motor, joint in motor_joints.items())
-        effort_driven = [name for name in unknown if name in actuated]
-        hint = (f"; joint(s) {', '.join(map(repr, effort_driven))} have no motor: command their effort on "
+        actuated = set(actuated)
+        effort_driven = [name for name in dict.fromkeys(unknown) if name in actuated]
+        hint = (f"; joint(s) {_listed(effort_driven)} have no motor: command their effort on "
                 "~/joint_commands" if effort_driven else "")
-        raise CommandError("unknown_motor", f"unknown motor or motor joint(s) {', '.join(map(repr, unknown))}; "
+        raise CommandError("unknown_motor", f"unknown motor or motor joint(s) {_listed(unknown)}; "
                                             f"motors: {known}{hint}")
     motors = [name if name in motor_joints else by_joint[name] for name in names]
-    duplicates = [motor for motor in dict.fromkeys(motors) if motors.count(motor) > 1]
+    duplicates = _repeated(motors)
     if duplicates:
-        raise CommandError("duplicate_motor", "motor(s) named twice (by motor or joint name): "
-                                              f"{', '.join(map(repr, duplicates))}")
+        raise CommandError("duplicate_motor", f"motor(s) named twice (by motor or joint name): {_listed(duplicates)}")
     return dict(zip(motors, _finite(list(voltages), names, "voltage").tolist()))
 
 
@@ -157,6 +192,7 @@ class TimedCommands:
             raise ValueError(f"timeout must not be negative, got {timeout}")
         self.names, self.timeout = list(names), timeout
         n = len(self.names)
+        self._index = {name: k for k, name in enumerate(self.names)}
         self._values = np.zeros(n)
         self._received = np.full(n, -math.inf)
         self._timed_out = np.zeros(n, dtype=bool)  # the last command timed out
@@ -175,7 +211,7 @@ class TimedCommands:
     def set_some(self, values: Mapping[str, float], now: float) -> None:
         """Commands for the named inputs (already validated); the others are unchanged."""
         for name, value in values.items():
-            k = self.names.index(name)
+            k = self._index[name]
             self._values[k], self._received[k], self._timed_out[k] = value, now, False
 
     def clear(self) -> None:
