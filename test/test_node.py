@@ -301,6 +301,30 @@ def test_bad_parameters_name_the_parameter_and_exit_1(tmp_path, node_env):
     assert "must be positive" in errors["spring_force_scale"]
 
 
+def test_parameters_out_of_their_bounds_are_refused_at_once(node_env):
+    # Before: physics_dt 1e-12 ran 1.4e9 steps in one C call (deaf to signals), publish_rate
+    # 1e-300 ended in an OverflowError traceback.  The bounds are declared in the descriptors.
+    cases = [
+        (["physics_dt:=1e-12"], "parameter physics_dt: must be within [1e-06, 0.1] s, got 1e-12"),
+        (["physics_dt:=5"], "parameter physics_dt: must be within [1e-06, 0.1] s, got 5"),  # an integer
+        (["physics_dt:=.nan"], "parameter physics_dt: must be a finite number, got nan"),
+        (["publish_rate:=1e-300"], "parameter publish_rate: must be within [0.1, 10000] Hz, got 1e-300"),
+        (["real_time_factor:=1e9"], "parameter real_time_factor: must be within [0, 1000], got 1000000000.0"),
+        (["publish_rate:=2000.0"], "parameter publish_rate: 2000 Hz publishes more often than the physics steps "
+                                   "(physics_dt 0.001 s): at most 1000 Hz"),
+        (["physics_dt:=1e-6", "publish_rate:=0.1"], "parameters physics_dt and publish_rate: a publish period of "
+                                                    "10 s is 1e+07 steps of 1e-06 s, more than 100000"),
+    ]
+    procs = [(expected, subprocess.Popen(
+        [str(NODE_EXE), "--ros-args", *[item for a in arguments for item in ("-p", a)]], env=node_env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for arguments, expected in cases]
+    for expected, proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, (expected, out, err)
+        assert err.strip().splitlines()[-1].startswith(f"mb_sim_node: {expected}"), err
+        assert "Traceback" not in err, err
+
+
 # -- the pendulum, running in real time ---------------------------------------------------------
 @pytest.fixture
 def pendulum(nodes):
@@ -457,9 +481,13 @@ def test_pause_step_and_reset(swinging_pendulum, peer):
     while count != len(clock) and time.monotonic() < deadline:  # the messages sent before the pause
         count = len(clock)
         peer.spin_for(0.2)
-    paused_at = times()[-1]
+    paused_at, count = times()[-1], len(clock)
     peer.spin_for(0.5)
     assert times()[-1] == paused_at, "/clock advanced while paused"
+    # Paused, /clock keeps coming with the paused time (as Gazebo's), so nodes on sim time see
+    # time stand still instead of no time at all: about 25 messages in 0.5 s at 50 Hz.
+    assert len(clock) - count >= 5, "/clock is not published while paused"
+    assert set(times()[count:]) == {paused_at}
 
     count = len(clock)
     response = peer.call(Trigger, "/mb_sim/step", Trigger.Request())
@@ -486,7 +514,7 @@ def test_pause_step_and_reset(swinging_pendulum, peer):
 def test_start_paused_then_as_fast_as_possible(nodes, peer):
     nodes.get("-p", "urdf_file:=pendulum", "-p", "start_paused:=true", "-p", "real_time_factor:=0.0")
     clock = peer.collect(Clock, "/clock")
-    peer.spin_for(0.5)
+    assert peer.spin_until(lambda: len(clock) >= 5, 5), "/clock is not published while paused"
     assert all(seconds(c.clock) == 0.0 for c in clock), "/clock advanced while paused"
     assert peer.call(SetBool, "/mb_sim/pause", SetBool.Request(data=False)).success
     assert peer.spin_until(lambda: clock and seconds(clock[-1].clock) > 0.0, 5)

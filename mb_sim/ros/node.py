@@ -14,7 +14,8 @@ Publishes
     ``/odom`` (nav_msgs/Odometry), for floating and planar joints out of the world only:
     ``world_frame -> base``, the base's pose (the same as its /tf) and its twist in the base frame
     (evaluated with the simulator's current parameter values).
-    ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics.
+    ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics; while
+    paused (or after a divergence) the paused time, once per publish period, as Gazebo does.
     ``/robot_description`` (std_msgs/String, transient local): the URDF.
     ``~/constraints/<name>/wrench`` (geometry_msgs/WrenchStamped), one per loop joint (``<name>``
     the token of its ``enable`` service), robots with loop joints only, every publish period
@@ -83,8 +84,8 @@ Services (std_srvs)
     ``~/reset`` (Trigger): the initial state (``initial_positions``, at rest, motor currents
     zero) at sim time 0, efforts and voltages zero, commands cleared; recovers from a divergence.
     A pause stays.
-    ``~/pause`` (SetBool): true pauses (no physics; nothing but /diagnostics is published and
-    /clock stops), false resumes (refused after a divergence: reset first).
+    ``~/pause`` (SetBool): true pauses (no physics; /clock holds the paused time, /diagnostics
+    goes on, nothing else is published), false resumes (refused after a divergence: reset first).
     ``~/step`` (Trigger): while paused, advance exactly one publish period (a whole number of
     physics steps) and publish; refused when not paused.
     ``~/constraints/<name>/enable`` (SetBool), one per named constraint (a mimic joint's, a loop
@@ -99,8 +100,13 @@ Timing
     ``real_time_factor`` since the last start, resume or reset, then publishes.  A tick catches up
     at most 5 publish periods; beyond that the deficit is dropped and, as whenever the achieved
     factor (over ~1 s) falls below 90 % of the target, a throttled warning and WARN in
-    /diagnostics say so.  ``real_time_factor: 0``: a 1 ms timer, one publish period per tick.
-    The node never runs on sim time itself.  A divergence (``SimulationError``) is logged with its
+    /diagnostics say so.  ``real_time_factor: 0`` (as fast as possible): each tick advances and
+    publishes period after period for 5 ms of wall time, then returns to the executor (commands,
+    services), and the next tick follows at once.  The per-period messages are serialized once
+    and patched (:mod:`mb_sim.ros.state_messages`); a topic nobody subscribes to is not computed.
+    Parameters are bounded (``physics_dt`` [1e-6, 0.1] s, ``publish_rate`` [0.1, 10000] Hz and at
+    most 1/physics_dt, ``real_time_factor`` [0, 1000], at most 100000 steps per publish period),
+    the bounds declared in their descriptors.  The node never runs on sim time itself.  A divergence (``SimulationError``) is logged with its
     time and coordinate, pauses the simulation and shows as ERROR until ``~/reset``.
 
 Exit status: 0 after Ctrl-C or shutdown, also during start-up (quietly, no traceback); 1 with

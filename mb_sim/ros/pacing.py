@@ -8,8 +8,10 @@ from the last (re)start, resume or reset; each tick advances by the whole physic
 due, in one call.  A tick never advances more than ``MAX_CATCH_UP_PERIODS`` publish periods
 (times the factor when it exceeds 1), so a simulation that cannot keep up stays responsive: the
 deficit beyond the cap is dropped (the reference point moves; the dropped time is counted in
-``Pacer.slipped``) and reported, never silently.  With ``r = 0`` (as fast as possible) every
-tick advances one publish period.
+``Pacer.slipped``) and reported, never silently.  With ``r = 0`` (as fast as possible) a tick
+advances publish period after publish period, publishing each, until it has used
+``FAST_TICK_BUDGET`` of wall time, then returns to the executor (commands, services) and the
+next tick follows at once.
 """
 from __future__ import annotations
 
@@ -18,12 +20,15 @@ from collections import deque
 from dataclasses import dataclass
 
 __all__ = ["Pacer", "Advance", "RateMonitor", "steps_per_period", "is_lagging",
-           "MAX_CATCH_UP_PERIODS", "FAST_TIMER_PERIOD", "LAG_THRESHOLD", "RATE_WINDOW"]
+           "MAX_CATCH_UP_PERIODS", "FAST_TIMER_PERIOD", "FAST_TICK_BUDGET", "LAG_THRESHOLD", "RATE_WINDOW"]
 
 #: At most this many publish periods of simulation per tick.
 MAX_CATCH_UP_PERIODS = 5
-#: Timer period [s] with ``real_time_factor: 0`` (as fast as possible).
-FAST_TIMER_PERIOD = 0.001
+#: Timer period [s] with ``real_time_factor: 0`` (as fast as possible) while running: short, so
+#: the next tick follows the last at once (a timer overdue by several periods waits for the next).
+FAST_TIMER_PERIOD = 1e-4
+#: Wall time [s] one tick may spend advancing as fast as possible before it serves callbacks.
+FAST_TICK_BUDGET = 0.005
 #: The simulation is lagging when the achieved factor is below this fraction of the target.
 LAG_THRESHOLD = 0.9
 #: Window [s] over which the achieved real-time factor is measured.

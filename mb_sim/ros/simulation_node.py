@@ -19,7 +19,7 @@ import rclpy.logging
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
@@ -39,13 +39,15 @@ from mb_sim.ros.constraint_services import constraint_service_names, constraint_
 from mb_sim.ros.commands import (
     CommandError, TimedCommands, effort_array, joint_efforts, motor_voltages, voltage_array,
 )
-from mb_sim.ros.conversions import joint_state, odometry, stamp, transform_stamped, wrench_stamped
+from mb_sim.ros.conversions import stamp, transform_stamped, wrench_stamped
 from mb_sim.ros.motors import motor_diagnostics, motor_states_message
 from mb_sim.ros.reactions import loop_wrenches
 from mb_sim.ros.springs import spring_markers
+from mb_sim.ros.state_messages import StateMessages
 from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses, frame_tree
 from mb_sim.ros.pacing import (
-    FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging, steps_per_period,
+    FAST_TICK_BUDGET, FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging,
+    steps_per_period,
 )
 from mb_sim.sim import SimulationError, Simulator
 from mb_sim.urdf import URDFError
@@ -63,6 +65,15 @@ DIAGNOSTICS_PERIOD = 1.0
 SPRINGS_TOPIC = "~/springs"
 #: The DC motors' states (robots with motors only), relative to the node.
 MOTOR_STATES_TOPIC = "~/motor_states"
+#: Bounds of the numeric parameters that set the pace: name -> (lowest, highest, unit).  Declared
+#: in their descriptors (``ros2 param describe`` shows them) and checked at start-up.
+PARAMETER_BOUNDS = {
+    "physics_dt": (1e-6, 0.1, "s"),
+    "publish_rate": (0.1, 10_000.0, "Hz"),
+    "real_time_factor": (0.0, 1000.0, ""),
+}
+#: Most physics steps in one publish period (the sim time one tick advances at factor 1).
+MAX_PERIOD_STEPS = 100_000
 
 #: QoS of latched topics (/robot_description, /tf_static): late subscribers still get the message.
 LATCHED_QOS = QoSProfile(
@@ -76,9 +87,14 @@ class StartupError(RuntimeError):
     """The node cannot start with the parameters it was given."""
 
 
-def _descriptor(description: str, numeric: bool = False) -> ParameterDescriptor:
-    # Numbers accept integers too (`-p publish_rate:=100`); values are read once, at start-up.
-    return ParameterDescriptor(description=description, dynamic_typing=numeric, read_only=True)
+def _descriptor(description: str, numeric: bool = False, bounded: str | None = None) -> ParameterDescriptor:
+    """Read-only (values are read once, at start-up); numbers accept integers too
+    (``-p publish_rate:=100``); `bounded` names the entry of PARAMETER_BOUNDS to declare."""
+    descriptor = ParameterDescriptor(description=description, dynamic_typing=numeric, read_only=True)
+    if bounded is not None:
+        low, high, _ = PARAMETER_BOUNDS[bounded]
+        descriptor.floating_point_range = [FloatingPointRange(from_value=low, to_value=high, step=0.0)]
+    return descriptor
 
 
 class SimulationNode(Node):
@@ -95,7 +111,8 @@ class SimulationNode(Node):
         if self.world_frame in {edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}:
             raise StartupError(f"parameter world_frame: {self.world_frame!r} is also a link frame of the robot "
                                "(choose another world_frame or a frame_prefix)")
-        self._odometry = [(edge, base_twist_function(self.robot, edge.joint)) for edge in self._tree.odometry]
+        twists = [(edge, base_twist_function(self.robot, edge.joint)) for edge in self._tree.odometry]
+        self._messages = StateMessages(self.sim, self._tree, self.world_frame, twists)
         self._wrenches = self._loop_wrenches()
 
         self.period_steps = steps_per_period(self.dt, self.publish_rate)
@@ -109,6 +126,7 @@ class SimulationNode(Node):
         self._paused = self.start_paused
         self._failure: str | None = None  # why the simulation diverged
         self._last_cap = -math.inf
+        self._last_clock = -math.inf  # wall time /clock was last published while not running
         self._throttled_loggers: dict = {}  # (topic, kind of problem) -> logger
 
         self._create_interfaces()
@@ -121,7 +139,7 @@ class SimulationNode(Node):
         self._joint_pub = self.create_publisher(JointState, "/joint_states", 10)
         self._tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
-        self._odom_pub = self.create_publisher(Odometry, "/odom", 10) if self._odometry else None
+        self._odom_pub = self.create_publisher(Odometry, "/odom", 10) if self._tree.odometry else None
         self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10)
         self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -148,8 +166,7 @@ class SimulationNode(Node):
 
         # Wall-clock timers: steady time, never /clock (which this node publishes).
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        tick = FAST_TIMER_PERIOD if self._pacer.as_fast_as_possible else 1.0 / self.publish_rate
-        self._tick_timer = self.create_timer(tick, self._on_tick, clock=steady)
+        self._tick_timer = self.create_timer(self._tick_period(), self._on_tick, clock=steady)
         self._diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
 
     # -- parameters --------------------------------------------------------------------------
@@ -159,12 +176,13 @@ class SimulationNode(Node):
         self.declare_parameter("urdf_file", DEFAULT_ROBOT, _descriptor(
             "URDF path, or the name of a URDF shipped in share/mb_sim/urdf."))
         self.declare_parameter("physics_dt", 0.001, _descriptor(
-            "Physics step of the fixed-step RK4 integrator [s].", numeric=True))
+            "Physics step of the fixed-step RK4 integrator [s].", numeric=True, bounded="physics_dt"))
         self.declare_parameter("publish_rate", 100.0, _descriptor(
-            "Rate of /joint_states, /tf, /odom and /clock [Hz, wall clock]; one publish period of "
-            "sim time is a whole number of physics steps.", numeric=True))
+            "Rate of /joint_states, /tf, /odom and /clock [Hz of sim time]; one publish period of "
+            "sim time is a whole number of physics steps, at most 1/physics_dt.", numeric=True,
+            bounded="publish_rate"))
         self.declare_parameter("real_time_factor", 1.0, _descriptor(
-            "Sim seconds per wall second; 0 runs as fast as possible.", numeric=True))
+            "Sim seconds per wall second; 0 runs as fast as possible.", numeric=True, bounded="real_time_factor"))
         self.declare_parameter("command_timeout", 0.5, _descriptor(
             "A joint's effort falls back to zero when its last command is older [s, wall]; 0: never.",
             numeric=True))
@@ -186,11 +204,13 @@ class SimulationNode(Node):
             self._declare_parameters()
         except ParameterException as err:  # "<problem>: <parameter>", e.g. a value of the wrong type
             problem, _, name = str(err).rpartition(": ")
+            if name in PARAMETER_BOUNDS:  # out of its declared range
+                self._bounded(name)
             raise StartupError(f"parameter {name}: {problem}") from None
-        self.dt = self._number("physics_dt", lambda v: v > 0, "must be positive")
-        self.publish_rate = self._number("publish_rate", lambda v: v > 0, "must be positive")
-        self.real_time_factor = self._number("real_time_factor", lambda v: v >= 0,
-                                             "must be zero (as fast as possible) or positive")
+        self.dt = self._bounded("physics_dt")
+        self.publish_rate = self._bounded("publish_rate")
+        self.real_time_factor = self._bounded("real_time_factor")
+        self._check_period()
         self.command_timeout = self._number("command_timeout", lambda v: v >= 0,
                                             "must be zero (no timeout) or positive")
         self.start_paused = self.get_parameter("start_paused").value is True
@@ -198,8 +218,28 @@ class SimulationNode(Node):
         self.frame_prefix = self._string("frame_prefix", allow_empty=True)
         self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
 
-    def _number(self, name: str, valid, requirement: str) -> float:
-        value = self.get_parameter(name).value
+    def _bounded(self, name: str) -> float:
+        """The value of a parameter of PARAMETER_BOUNDS (also before it could be declared)."""
+        low, high, unit = PARAMETER_BOUNDS[name]
+        overrides = getattr(self, "_parameter_overrides", {})
+        value = overrides[name].value if name in overrides else self.get_parameter(name).value
+        within = f"must be within [{low:g}, {high:g}]{' ' + unit if unit else ''}"
+        return self._number(name, lambda v: low <= v <= high, within, value)
+
+    def _check_period(self) -> None:
+        """One publish period is a whole number of physics steps: at least one, at most
+        MAX_PERIOD_STEPS (a tick must come back to the executor)."""
+        steps = 1.0 / (self.publish_rate * self.dt)
+        if steps < 1.0 - 1e-9:
+            raise StartupError(f"parameter publish_rate: {self.publish_rate:g} Hz publishes more often than the "
+                               f"physics steps (physics_dt {self.dt:g} s): at most {1.0 / self.dt:g} Hz")
+        if steps > MAX_PERIOD_STEPS:
+            raise StartupError(f"parameters physics_dt and publish_rate: a publish period of {1.0 / self.publish_rate:g} "
+                               f"s is {steps:.3g} steps of {self.dt:g} s, more than {MAX_PERIOD_STEPS}: "
+                               "raise physics_dt or publish_rate")
+
+    def _number(self, name: str, valid, requirement: str, value=None) -> float:
+        value = self.get_parameter(name).value if value is None else value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise StartupError(f"parameter {name}: must be a finite number, got {value!r}")
         if not valid(value):
@@ -375,10 +415,26 @@ class SimulationNode(Node):
         """Advancing on the timer: neither paused nor diverged."""
         return not self._paused and self._failure is None
 
+    def _tick_period(self) -> float:
+        """Wall seconds between ticks: a publish period, or FAST_TIMER_PERIOD while running as fast
+        as possible (paused, the node only publishes /clock, once per publish period)."""
+        fast = self._pacer.as_fast_as_possible and self.running
+        return FAST_TIMER_PERIOD if fast else 1.0 / self.publish_rate
+
+    def _retime(self) -> None:
+        """Set the tick timer's period for the current state (running or not)."""
+        period = round(self._tick_period() * 1e9)
+        if self._tick_timer.timer_period_ns != period:
+            self._tick_timer.timer_period_ns = period
+
     def _on_tick(self) -> None:
         now = time.monotonic()
         inputs = self._current_inputs(now)
         if not self.running:
+            self._publish_paused_clock(now)
+            return
+        if self._pacer.as_fast_as_possible:
+            self._run_fast(now, inputs)
             return
         slipped = self._pacer.slipped
         advance = self._pacer.next_advance(now, self.sim.time)
@@ -392,13 +448,37 @@ class SimulationNode(Node):
             self._publish_state()
         self._monitor.add(now, self.sim.time)  # lagging is judged (and logged) with /diagnostics
 
-    def _advance(self, steps: int, inputs: tuple[np.ndarray, np.ndarray]) -> bool:
-        """Advance `steps` physics steps under `inputs` (efforts, voltages; the simulator clamps
-        both to their limits); False (and paused) on divergence."""
+    def _run_fast(self, start: float, inputs: tuple[np.ndarray, np.ndarray]) -> None:
+        """As fast as possible: publish period after publish period for FAST_TICK_BUDGET of wall
+        time, then back to the executor (commands, services; the next tick follows at once)."""
+        deadline = start + FAST_TICK_BUDGET
+        self._apply(inputs)  # commands only change in callbacks, between ticks
+        while self._advance(self.period_steps):
+            self._publish_state()
+            now = time.monotonic()
+            if now >= deadline:
+                self._monitor.add(now, self.sim.time)
+                return
+
+    def _publish_paused_clock(self, now: float) -> None:
+        """/clock keeps the paused (or diverged) sim time, once per publish period, as Gazebo does:
+        nodes on sim time see time standing still rather than no time at all."""
+        if now - self._last_clock >= 0.999 / self.publish_rate:
+            self._last_clock = now
+            self._clock_pub.publish(self._messages.clock())
+
+    def _apply(self, inputs: tuple[np.ndarray, np.ndarray]) -> None:
+        """Hand `inputs` (efforts, voltages) to the simulator, which clamps both to their limits."""
         efforts, voltages = inputs
         self.sim.set_efforts(efforts)
         if self.sim.motors:
             self.sim.set_voltages(voltages)
+
+    def _advance(self, steps: int, inputs: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
+        """Advance `steps` physics steps, under `inputs` when given (else those applied last);
+        False (and paused) on divergence."""
+        if inputs is not None:
+            self._apply(inputs)
         try:
             self.sim.advance(steps * self.dt)
         except SimulationError as err:
@@ -408,6 +488,7 @@ class SimulationNode(Node):
 
     def _fail(self, reason: str) -> None:
         self._failure = reason
+        self._retime()
         self.get_logger().error(f"simulation diverged at {reason}; paused, call ~/reset to start again")
 
     def _restart_pacing(self) -> None:
@@ -422,6 +503,7 @@ class SimulationNode(Node):
         self._voltages.clear()
         recovered, self._failure = self._failure is not None, None
         self._restart_pacing()
+        self._retime()
         self._publish_state()
         response.success = True
         response.message = "back to the initial state at sim time 0" + (" (recovered from divergence)"
@@ -432,6 +514,7 @@ class SimulationNode(Node):
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         if request.data:
             self._paused = True
+            self._retime()
             response.success, response.message = True, f"paused at sim time {self.sim.time:.6g} s"
         elif self._failure is not None:
             response.success = False
@@ -440,6 +523,7 @@ class SimulationNode(Node):
             if self._paused:
                 self._restart_pacing()
             self._paused = False
+            self._retime()
             response.success, response.message = True, f"running from sim time {self.sim.time:.6g} s"
         self.get_logger().info(f"~/pause: {response.message}")
         return response
@@ -479,9 +563,9 @@ class SimulationNode(Node):
         poses = self.sim.outputs(dynamics=False).link_poses
         self._tf_static_pub.publish(_transforms(self._tree.static, poses, stamp(0.0)))
 
-    def _state_outputs(self):
+    def _state_outputs(self, wrenches: bool):
         """The outputs to publish: without forward dynamics unless loop-joint reactions are wanted."""
-        if self._wrenches:
+        if wrenches:
             try:
                 return self.sim.outputs()
             except FactorizationError as err:
@@ -490,35 +574,43 @@ class SimulationNode(Node):
         return self.sim.outputs(dynamics=False)  # positions, velocities, efforts, poses and springs only
 
     def _publish_state(self) -> None:
-        out = self._state_outputs()
-        now = stamp(out.time)
-        names = list(out.joint_positions)
-        self._joint_pub.publish(joint_state(
-            names, [out.joint_positions[n] for n in names], [out.joint_velocities[n] for n in names],
-            [out.efforts.get(n, 0.0) for n in names], now))
-        poses = out.link_poses
-        if self._tree.moving:
-            self._tf_pub.publish(_transforms(self._tree.moving, poses, now))
-        if self._odometry:
-            # The parameters as they are now (Simulator.set_parameters), read without a copy.
-            q, u, params = self.sim.q, self.sim.u, self.sim.model.buffers.params
-            for edge, twist in self._odometry:
-                linear, angular = twist(q, u, params)
-                self._odom_pub.publish(odometry(self.world_frame, edge.child_frame, poses[edge.child_link],
-                                                linear, angular, now))
+        """/joint_states, /tf, /odom (serialized once, patched: :mod:`mb_sim.ros.state_messages`),
+        the wrenches, springs and motor states of robots that have them, then /clock.  A topic
+        nobody subscribes to is not computed (what lets a headless run go faster)."""
+        wrenches = any(_listened(pub) for pub in self._wrench_pubs)
+        out = (self._state_outputs(wrenches) if wrenches or _listened(self._springs_pub)
+               or _listened(self._motor_states_pub) else None)
+        state = self._messages.render(
+            evaluated=out is not None, joint_states=_listened(self._joint_pub), tf=_listened(self._tf_pub),
+            odometry=_listened(self._odom_pub))
+        if state.joint_states is not None:
+            self._joint_pub.publish(state.joint_states)
+        if state.tf is not None:
+            self._tf_pub.publish(state.tf)
+        for message in state.odometry:
+            self._odom_pub.publish(message)
+        if out is not None:
+            self._publish_extras(out)
+        self._clock_pub.publish(state.clock)
+        self._last_clock = time.monotonic()
+
+    def _publish_extras(self, out) -> None:
+        """Loop-joint wrenches, spring markers and motor states of `out`, stamped with its time."""
+        now, poses = stamp(out.time), out.link_poses
         if out.reactions:
             for wrench, publisher in zip(self._wrenches, self._wrench_pubs):
+                if not _listened(publisher):
+                    continue
                 reaction = out.reactions[wrench.constraint]
                 if self.sim.constraint_enabled(wrench.constraint):
                     force, torque = wrench.in_child_frame(reaction.force, reaction.torque, poses)
                 else:
                     force = torque = np.zeros(3)  # a released loop exerts nothing
                 publisher.publish(wrench_stamped(wrench.frame, force, torque, now))
-        if self._springs_pub is not None:
+        if _listened(self._springs_pub):
             self._springs_pub.publish(spring_markers(out.springs, self.world_frame, now, self.spring_force_scale))
-        if self._motor_states_pub is not None:
+        if _listened(self._motor_states_pub):
             self._motor_states_pub.publish(motor_states_message(out.motors))
-        self._clock_pub.publish(ClockMessage(clock=now))
 
     def _publish_diagnostics(self) -> None:
         now = time.monotonic()
@@ -575,6 +667,11 @@ class SimulationNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(array)
+
+
+def _listened(publisher) -> bool:
+    """Whether `publisher` exists and has a subscriber."""
+    return publisher is not None and publisher.get_subscription_count() > 0
 
 
 def _largest(values: np.ndarray) -> float:

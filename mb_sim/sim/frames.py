@@ -18,7 +18,8 @@ from sympy import Matrix, Symbol, lambdify
 
 from mb_sim.model import FloatingJoint, PlanarJoint, Robot
 
-__all__ = ["Edge", "FrameTree", "frame_tree", "relative_pose", "edge_poses", "base_twist_function", "ROBOT_WORLD_LINK"]
+__all__ = ["Edge", "FrameTree", "frame_tree", "relative_pose", "edge_poses", "EdgePoses", "quaternions",
+           "base_twist_function", "ROBOT_WORLD_LINK"]
 
 #: A root link of this name stands for the world frame itself.
 ROBOT_WORLD_LINK = "world"
@@ -74,6 +75,64 @@ def relative_pose(parent: np.ndarray | None, child: np.ndarray) -> np.ndarray:
     if parent is None:
         return np.array(child, dtype=float)
     return np.linalg.solve(parent, child)
+
+
+class EdgePoses:
+    """All edges' child poses in their parents at once, from the model's ``link_poses`` rows
+    (per link: rotation row-major, then position), as the node needs them every period."""
+
+    def __init__(self, edges: list[Edge], link_names: list[str]) -> None:
+        index = {name: k for k, name in enumerate(link_names)}
+        world = len(link_names)  # an identity row after the links' for parents outside the model
+        self._parent = np.array([index.get(edge.parent_link, world) for edge in edges], dtype=np.intp)
+        self._child = np.array([index[edge.child_link] for edge in edges], dtype=np.intp)
+        self._rows = np.zeros((world + 1, 12))
+        self._rows[world, [0, 4, 8]] = 1.0
+
+    def __call__(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, p)``: per edge the rotation (n, 3, 3) and position (n, 3) of the child in its parent."""
+        self._rows[:-1] = rows
+        parent, child = self._rows[self._parent], self._rows[self._child]
+        parent_t = parent[:, :9].reshape(-1, 3, 3).transpose(0, 2, 1)  # R_parent^T
+        rotation = parent_t @ child[:, :9].reshape(-1, 3, 3)
+        position = (parent_t @ (child[:, 9:12] - parent[:, 9:12])[:, :, None])[:, :, 0]
+        return rotation, position
+
+
+def _product_map() -> tuple[np.ndarray, np.ndarray]:
+    """``W, c`` with ``R.ravel() @ W + c`` = the 16 products 4 q_i q_j of R's quaternion, row i
+    over j, components in the order x, y, z, w (R row-major: r00 r01 r02 r10 ... r22)."""
+    x, y, z, w = range(4)
+    weights, constant = np.zeros((9, 4, 4)), np.zeros((4, 4))
+    squares = {w: (1, 1, 1), x: (1, -1, -1), y: (-1, 1, -1), z: (-1, -1, 1)}  # 4q² = 1 +- r00 +- r11 +- r22
+    for i, signs in squares.items():
+        constant[i, i] = 1.0
+        weights[[0, 4, 8], i, i] = signs
+    pairs = {(w, x): (7, 5, -1), (w, y): (2, 6, -1), (w, z): (3, 1, -1),  # 4wx = r21 - r12 ...
+             (x, y): (1, 3, 1), (x, z): (2, 6, 1), (y, z): (5, 7, 1)}  # 4xy = r01 + r10 ...
+    for (i, j), (first, second, sign) in pairs.items():
+        for a, b in ((i, j), (j, i)):
+            weights[first, a, b], weights[second, a, b] = 1.0, sign
+    return weights.reshape(9, 16), constant.ravel()
+
+
+_PRODUCTS, _PRODUCTS_CONSTANT = _product_map()
+
+
+def quaternions(rotations: np.ndarray) -> np.ndarray:
+    """Unit quaternions ``(x, y, z, w)``, ``w >= 0``, of rotation matrices (n, 3, 3).
+
+    Shepperd's method without branches: all products 4 q_i q_j come from one matrix product,
+    and each quaternion is the row of its largest component (well conditioned for every
+    rotation), normalized.
+    """
+    r = np.asarray(rotations, dtype=float).reshape(-1, 9)
+    products = (r @ _PRODUCTS + _PRODUCTS_CONSTANT).reshape(-1, 4, 4)
+    largest = np.argmax(products.reshape(-1, 16)[:, ::5], axis=1)  # the diagonal: 4 q_i²
+    q = products[np.arange(len(r)), largest]  # 4 q_k q with q_k > 0: q's direction and sign
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q *= np.where(q[:, 3:] < 0.0, -1.0, 1.0)
+    return q
 
 
 Twist = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]

@@ -140,6 +140,12 @@ class Simulator:
         return [self.coordinate_names[k] for k in self.model.dependent_coordinates]
 
     @property
+    def joint_indices(self) -> dict[str, tuple[int, int]]:
+        """Each one-DoF joint's (coordinate index in ``q``, speed index in ``u``), in the order of
+        ``SimulationOutputs.joint_positions``."""
+        return dict(self._one_dof)
+
+    @property
     def independent_joints(self) -> list[str]:
         """One-DoF joints whose position is not determined by the constraints: what to set."""
         dependent = set(self.dependent_coordinates)
