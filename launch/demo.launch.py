@@ -2,7 +2,8 @@
 
 Arguments:
   robot                   URDF shipped in share/mb_sim/urdf (name) or a path (default: arm6).
-  rviz                    true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: true).
+  rviz                    true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: true);
+                          without the rviz2 package, nothing starts (status 1, pass rviz:=false).
   real_time_factor        simulated seconds per wall-clock second; 0 runs as fast as possible
                           (default: 1.0).
   params_file             YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml).

@@ -7,7 +7,8 @@ by default) into motor voltages and publishes its wheel odometry on
 frame odom.
 
 Arguments:
-  rviz                    true: also start RViz with share/mb_sim/config/diff_drive.rviz (default: true).
+  rviz                    true: also start RViz with share/mb_sim/config/diff_drive.rviz (default: true);
+                          without the rviz2 package, nothing starts (status 1, pass rviz:=false).
   real_time_factor        simulated seconds per wall-clock second; 0 runs as fast as possible
                           (default: 1.0).
   params_file             YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
@@ -18,13 +19,27 @@ Arguments:
 Example: ros2 launch mb_sim diff_drive.launch.py, then
   ros2 topic pub -r 10 /cmd_vel geometry_msgs/msg/TwistStamped "{twist: {linear: {x: 0.5}, angular: {z: 0.3}}}"
 """
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+
+def _require_rviz(context) -> list:
+    """With rviz:=true and no rviz2 installed, fail before any process has started.  (Launch would
+    otherwise start the processes listed before RViz, fail on RViz's package, exit with status 1
+    and leave them running, orphaned.)"""
+    if IfCondition(LaunchConfiguration("rviz")).evaluate(context):
+        try:
+            get_package_prefix("rviz2")
+        except PackageNotFoundError:
+            raise RuntimeError("rviz:=true but the package rviz2 is not installed: "
+                               "install it (ros-<distro>-rviz2) or pass rviz:=false") from None
+    return []
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -42,6 +57,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "controller_params_file", default_value=PathJoinSubstitution([config, "diff_drive_controller.yaml"]),
             description="YAML file with mb_sim_diff_drive_controller parameters"),
+        OpaqueFunction(function=_require_rviz),  # before any process starts
         Node(
             package="mb_sim",
             executable="mb_sim_node",

@@ -3,20 +3,35 @@
 Arguments:
   robot             URDF shipped in share/mb_sim/urdf (name, with or without .urdf) or a path
                     (default: pendulum).
-  rviz              true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: false).
+  rviz              true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: false);
+                    without the rviz2 package, nothing starts (status 1, pass rviz:=false).
   real_time_factor  simulated seconds per wall-clock second; 0 runs as fast as possible (default: 1.0).
   params_file       YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
                     robot and real_time_factor override its urdf_file and real_time_factor.
 
 Example: ros2 launch mb_sim sim.launch.py robot:=arm6 rviz:=true
 """
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+
+def _require_rviz(context) -> list:
+    """With rviz:=true and no rviz2 installed, fail before any process has started.  (Launch would
+    otherwise start the processes listed before RViz, fail on RViz's package, exit with status 1
+    and leave them running, orphaned.)"""
+    if IfCondition(LaunchConfiguration("rviz")).evaluate(context):
+        try:
+            get_package_prefix("rviz2")
+        except PackageNotFoundError:
+            raise RuntimeError("rviz:=true but the package rviz2 is not installed: "
+                               "install it (ros-<distro>-rviz2) or pass rviz:=false") from None
+    return []
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -34,6 +49,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "params_file", default_value=PathJoinSubstitution([config, "mb_sim.yaml"]),
             description="YAML file with mb_sim_node parameters"),
+        OpaqueFunction(function=_require_rviz),  # before any process starts
         Node(
             package="mb_sim",
             executable="mb_sim_node",

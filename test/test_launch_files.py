@@ -108,3 +108,46 @@ def test_launch_description_builds(repo, name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.generate_launch_description().entities
+
+
+def _top_level_calls(source: str) -> list[str]:
+    """Names of the calls listed in generate_launch_description's LaunchDescription([...]), in order."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "LaunchDescription":
+            return [getattr(item.func, "id", None) for item in node.args[0].elts if isinstance(item, ast.Call)]
+    raise AssertionError("no LaunchDescription([...])")
+
+
+@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py"])
+def test_rviz_is_checked_before_any_process_starts(repo, name):
+    """Launch would start the processes listed before a missing RViz, fail, and leave them running."""
+    calls = _top_level_calls((repo / "launch" / name).read_text())
+    first_process = min(calls.index(kind) for kind in ("Node", "IncludeLaunchDescription") if kind in calls)
+    assert calls.index("OpaqueFunction") < first_process, calls
+
+
+def test_demo_starts_its_controller_after_the_simulation_launch_file_checked_rviz(repo):
+    calls = _top_level_calls((repo / "launch" / "demo.launch.py").read_text())
+    assert calls.index("IncludeLaunchDescription") < calls.index("Node"), calls
+
+
+@pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None, reason="launch_ros not installed")
+@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py"])
+def test_rviz_true_without_rviz2_is_refused_with_a_hint(repo, name, monkeypatch):
+    from ament_index_python.packages import PackageNotFoundError
+    from launch import LaunchContext
+
+    spec = importlib.util.spec_from_file_location("launch_file", repo / "launch" / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def missing(package):
+        raise PackageNotFoundError(package)
+
+    monkeypatch.setattr(module, "get_package_prefix", missing)
+    context = LaunchContext()
+    context.launch_configurations["rviz"] = "false"
+    assert module._require_rviz(context) == []
+    context.launch_configurations["rviz"] = "true"
+    with pytest.raises(RuntimeError, match="rviz:=false"):
+        module._require_rviz(context)

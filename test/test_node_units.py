@@ -664,3 +664,26 @@ def test_run_until_signal_turns_ctrl_c_into_exit_0():
                      "def body():\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n    return 3\n"
                      "raise SystemExit(run_until_signal(body))")
     assert result.returncode == 0 and result.stderr == ""
+
+
+def test_end_process_runs_atexit_flushes_every_buffer_and_exits_with_the_status():
+    """What the interpreter's exit would have done, without it: output written to pipes (block
+    buffered by Python and by C's stdio, as rcutils' console output is) arrives, atexit runs."""
+    result = _python("import atexit, ctypes, sys\nfrom mb_sim.ros.teardown import end_process\n"
+                     "atexit.register(lambda: print('atexit ran'))\n"
+                     "print('python stdout'); sys.stderr.write('python stderr\\n')\n"
+                     "ctypes.CDLL(None).printf(b'C stdout\\n')\n"
+                     "end_process(3)\nprint('not reached')")
+    assert result.returncode == 3
+    assert sorted(result.stdout.splitlines()) == ["C stdout", "atexit ran", "python stdout"]  # two buffers: any order
+    assert result.stderr == "python stderr\n"
+
+
+def test_end_process_leaves_a_running_thread_to_the_interpreter():
+    """A non-daemon thread still running: end_process returns the status and the interpreter
+    exits as usual, after the thread."""
+    result = _python("import threading, time\nfrom mb_sim.ros.teardown import end_process\n"
+                     "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+                     "print('returned', end_process(5))\nraise SystemExit(5)")
+    assert result.returncode == 5
+    assert result.stdout == "returned 5\nthread done\n", result.stderr

@@ -42,7 +42,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
 
 from mb_sim.ros.conversions import seconds
-from mb_sim.ros.teardown import bounded_teardown
+from mb_sim.ros.teardown import bounded_teardown, end_process, interrupted, run_until_signal
 
 __all__ = ["Gains", "SineTarget", "pd_efforts", "DemoController", "main", "NODE_NAME"]
 
@@ -152,26 +152,38 @@ class DemoController(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of ``mb_sim_demo_controller``: spin until Ctrl-C or shutdown, then clean up quietly.
+    """Entry point of ``mb_sim_demo_controller``: spin until Ctrl-C or shutdown, clean up quietly,
+    and end the process (:func:`mb_sim.ros.teardown.end_process`).
 
-    rclpy's own signal handlers wake the executor (this node has no timer that would); the
-    teardown ignores further signals and is time-limited (see :mod:`mb_sim.ros.teardown`).
+    rclpy's own signal handlers wake the executor (this node has no timer that would) and call on
+    to :func:`mb_sim.ros.teardown.run_until_signal`'s, so whatever the executor raises once a
+    signal arrived ends quietly with status 0; the teardown ignores further signals and is
+    time-limited (see :mod:`mb_sim.ros.teardown`).
     """
+    return end_process(run_until_signal(lambda: _run(args)))
+
+
+def _run(args: list[str] | None) -> int:
     node = None
     try:
         rclpy.init(args=args)
         node = DemoController()
         rclpy.spin(node)
     except ParameterException as err:
+        if interrupted():
+            return 0
         print(f"{NODE_NAME}: bad parameter: {err}", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        with bounded_teardown():
-            if node is not None:
-                node.destroy_node()
-            rclpy.try_shutdown()
+        try:
+            with bounded_teardown():
+                if node is not None:
+                    node.destroy_node()
+                rclpy.try_shutdown()
+        except KeyboardInterrupt:
+            pass
     return 0
 
 

@@ -41,8 +41,9 @@ Parameters (read once, at start; documented in ``config/diff_drive_controller.ya
     (base_link), position_feedback (true), velocity_rolling_window_size (10),
     pose_covariance_diagonal, twist_covariance_diagonal (six zeros).
 
-Exit status: 0 after Ctrl-C or shutdown; 1 with one line naming a bad parameter, or saying why
-the robot description is no differential drive.
+Exit status: 0 after Ctrl-C, SIGTERM or shutdown (quietly, no traceback); 1 with one line naming
+a bad parameter, or saying why the robot description is no differential drive.  The process ends
+as soon as the node is destroyed and rclpy shut down (:func:`mb_sim.ros.teardown.end_process`).
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ from std_msgs.msg import String
 
 from mb_sim.ros.conversions import odometry
 from mb_sim.ros.diff_drive import DescriptionError, DiffDrive, DriveLoop, PIGains, drive_from_description
-from mb_sim.ros.teardown import bounded_teardown
+from mb_sim.ros.teardown import bounded_teardown, end_process, interrupted, run_until_signal
 
 __all__ = ["DiffDriveController", "DescriptionRefused", "main", "NODE_NAME", "COMMAND_TOPIC", "DESCRIPTION_QOS"]
 
@@ -264,28 +265,46 @@ def _diagonal(values: Sequence[float]) -> list[float]:
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of ``mb_sim_diff_drive_controller``: spin until Ctrl-C or shutdown.
+    """Entry point of ``mb_sim_diff_drive_controller``: spin until Ctrl-C or shutdown, clean up
+    quietly, and end the process (it does not return, except where another thread still runs).
 
     Exits with status 1 on a bad parameter or a description that is no differential drive.
+    rclpy's signal handlers stay installed (this node has no timer: they are what wakes the
+    executor), and they call on to :func:`mb_sim.ros.teardown.run_until_signal`'s, which marks
+    the interrupt; whatever the executor raises once a signal has arrived then ends quietly with
+    status 0: KeyboardInterrupt, ExternalShutdownException, or an error from a message taken
+    while rclpy shuts down (seen with /cmd_vel arriving at Ctrl-C: ``RuntimeError: Unable to
+    convert call argument '0' to Python object`` from ``take_message``).
     """
+    return end_process(run_until_signal(lambda: _run(args)))
+
+
+def _run(args: list[str] | None) -> int:
     node = None
     try:
         rclpy.init(args=args)
         node = DiffDriveController()
         rclpy.spin(node)
     except ParameterException as err:
+        if interrupted():
+            return 0
         print(f"{NODE_NAME}: bad parameter: {err}", file=sys.stderr)
         return 1
     except DescriptionRefused as err:
+        if interrupted():
+            return 0
         print(f"{NODE_NAME}: cannot drive this robot: {err}", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        with bounded_teardown():
-            if node is not None:
-                node.destroy_node()
-            rclpy.try_shutdown()
+        try:
+            with bounded_teardown():
+                if node is not None:
+                    node.destroy_node()
+                rclpy.try_shutdown()
+        except KeyboardInterrupt:
+            pass
     return 0
 
 

