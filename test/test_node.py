@@ -387,6 +387,25 @@ def test_stale_commands_fall_back_to_zero_effort(pendulum, peer):
     assert len([line for line in pendulum.lines[mark:] if "set to zero" in line]) == 1  # logged once
 
 
+def test_a_pause_does_not_time_commands_out(pendulum, peer):
+    # Commands age with the running simulation: a controller on sim time sends nothing while
+    # paused, so a pause longer than the timeout must not zero its last command.
+    reset(peer)
+    states = peer.collect(JointState, "/joint_states")
+    mark = len(pendulum.lines)
+    peer.publisher(JointState, "/mb_sim/joint_commands").publish(JointState(name=["hinge"], effort=[0.7]))
+    assert peer.spin_until(lambda: states and states[-1].effort[0] == 0.7, 5)
+    assert peer.call(SetBool, "/mb_sim/pause", SetBool.Request(data=True)).success
+    peer.spin_for(1.2)  # more than twice the 0.5 s timeout
+    assert not any("set to zero" in line for line in pendulum.lines[mark:]), "timed out while paused"
+    count = len(states)
+    assert peer.call(SetBool, "/mb_sim/pause", SetBool.Request(data=False)).success
+    assert peer.spin_until(lambda: len(states) > count + 2, 5)
+    assert states[count].effort[0] == 0.7, "the command did not survive the pause"
+    assert peer.spin_until(lambda: states[-1].effort[0] == 0.0, 5), "the command never timed out after the pause"
+    assert wait_for_output(peer, pendulum, r"no command for 0\.5 s: effort of hinge set to zero", start=mark)
+
+
 @pytest.mark.parametrize("topic, message, problem", [
     ("/mb_sim/effort_commands", Float64MultiArray(data=[1.0, 2.0]), r"expected 1 values .*hinge.*got 2"),
     ("/mb_sim/effort_commands", Float64MultiArray(data=[math.nan]), r"non-finite effort \(hinge=nan\)"),
@@ -489,10 +508,9 @@ def test_pause_step_and_reset(swinging_pendulum, peer):
     assert len(clock) - count >= 5, "/clock is not published while paused"
     assert set(times()[count:]) == {paused_at}
 
-    count = len(clock)
     response = peer.call(Trigger, "/mb_sim/step", Trigger.Request())
     assert response.success, response.message
-    assert peer.spin_until(lambda: len(clock) > count, 5)
+    assert peer.spin_until(lambda: times()[-1] != paused_at, 5)  # (the paused time keeps coming until then)
     assert round((times()[-1] - paused_at) * 1e9) == 20_000_000  # one publish period at 50 Hz
     assert peer.spin_until(lambda: stamp_of(states[-1]) == times()[-1], 5)
 

@@ -74,8 +74,9 @@ Subscribes (ros2_control conventions)
     with a JointState can be pointed at it (``mb_sim_diff_drive_controller`` does); and the names
     make it independent of the motor order.  E.g. ``ros2 topic pub /mb_sim/voltage_joint_commands
     sensor_msgs/msg/JointState "{name: [left_motor], effort: [12.0]}"``.
-    A joint (motor) whose last command is older than ``command_timeout`` (wall clock) gets zero
-    effort (zero volts), logged once.  Bad commands (wrong length, NaN/inf, unknown joint or
+    A joint (motor) whose last command is older than ``command_timeout`` (wall clock, counted only
+    while the simulation runs: a pause does not time commands out) gets zero effort (zero volts),
+    logged once.  Bad commands (wrong length, NaN/inf, unknown joint or
     motor, name/effort mismatch, a name given twice, an effort for a motorized joint, a voltage
     without a motor) are rejected as a whole with a throttled warning naming the topic and the
     problem; they never stop the node.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +128,8 @@ class SimulationNode(Node):
         self._failure: str | None = None  # why the simulation diverged
         self._last_cap = -math.inf
         self._last_clock = -math.inf  # wall time /clock was last published while not running
+        self._stopped_since = time.monotonic() if self._paused else None  # not running since (wall)
+        self._stopped_total = 0.0  # wall seconds not running before that
         self._throttled_loggers: dict = {}  # (topic, kind of problem) -> logger
 
         self._create_interfaces()
@@ -268,10 +271,20 @@ class SimulationNode(Node):
         self.get_logger().info("loading the robot (a robot's first run derives and compiles its equations "
                                "of motion; later runs load them from the cache)")
         try:
-            self.sim = Simulator(source, dt=self.dt, backend=BACKEND, progress=self.get_logger().info)
+            with warnings.catch_warnings(record=True) as caught:  # repairs, cache, limits: to the log
+                warnings.simplefilter("always")
+                self.sim = Simulator(source, dt=self.dt, backend=BACKEND, progress=self.get_logger().info,
+                                     **self._simulator_options())
         except (URDFError, ComponentError, CodegenError, SimulationError, ValueError, OSError) as err:
             raise StartupError(f"parameter {parameter}: {err}") from None
+        finally:
+            for warning in dict.fromkeys(str(w.message) for w in caught):
+                self.get_logger().warning(warning)
         return text
+
+    def _simulator_options(self) -> dict:
+        """Simulator keyword arguments from parameters (none so far)."""
+        return {}
 
     def _set_initial_positions(self) -> None:
         """Declare ``initial_positions.<joint>`` for every independent one-DoF joint (one the
@@ -370,7 +383,7 @@ class SimulationNode(Node):
         except CommandError as err:
             self._reject(self._effort_sub.topic_name, err)
             return
-        self._commands.set_all(efforts, time.monotonic())
+        self._commands.set_all(efforts, self._command_time())
 
     def _on_joint_commands(self, message: JointState) -> None:
         try:
@@ -378,7 +391,7 @@ class SimulationNode(Node):
         except CommandError as err:
             self._reject(self._joint_sub.topic_name, err)
             return
-        self._commands.set_some(efforts, time.monotonic())
+        self._commands.set_some(efforts, self._command_time())
 
     def _on_voltage_commands(self, message: Float64MultiArray) -> None:
         try:
@@ -386,7 +399,7 @@ class SimulationNode(Node):
         except CommandError as err:
             self._reject(self._voltage_sub.topic_name, err)
             return
-        self._voltages.set_all(voltages, time.monotonic())
+        self._voltages.set_all(voltages, self._command_time())
 
     def _on_voltage_joint_commands(self, message: JointState) -> None:
         try:
@@ -394,11 +407,18 @@ class SimulationNode(Node):
         except CommandError as err:
             self._reject(self._voltage_joint_sub.topic_name, err)
             return
-        self._voltages.set_some(voltages, time.monotonic())
+        self._voltages.set_some(voltages, self._command_time())
+
+    def _command_time(self, now: float | None = None) -> float:
+        """The clock commands age by: wall time (steady) that stands still while the simulation
+        is not running (paused, diverged), so a pause never times a command out."""
+        now = time.monotonic() if now is None else now
+        return (now if self._stopped_since is None else self._stopped_since) - self._stopped_total
 
     def _current_inputs(self, now: float) -> tuple[np.ndarray, np.ndarray]:
-        """The efforts (actuated joints) and voltages (motors) to apply at `now`; stale commands
-        are zero, logged once when they time out."""
+        """The efforts (actuated joints) and voltages (motors) to apply at wall time `now`; stale
+        commands are zero, logged once when they time out."""
+        now = self._command_time(now)
         efforts, expired = self._commands.current(now)
         if expired:
             self.get_logger().warning(
@@ -422,7 +442,14 @@ class SimulationNode(Node):
         return FAST_TIMER_PERIOD if fast else 1.0 / self.publish_rate
 
     def _retime(self) -> None:
-        """Set the tick timer's period for the current state (running or not)."""
+        """After the simulation started or stopped running: the tick timer's period, and the
+        command clock (standing still while not running)."""
+        now = time.monotonic()
+        if self.running and self._stopped_since is not None:
+            self._stopped_total += now - self._stopped_since
+            self._stopped_since = None
+        elif not self.running and self._stopped_since is None:
+            self._stopped_since = now
         period = round(self._tick_period() * 1e9)
         if self._tick_timer.timer_period_ns != period:
             self._tick_timer.timer_period_ns = period
@@ -648,7 +675,8 @@ class SimulationNode(Node):
             values[f"spring {name} force [N]"] = f"{spring.force:.9g}"
             values[f"spring {name} length [m]"] = f"{spring.distance:.9g}"
         values |= motor_diagnostics(out.motors, self._prismatic_motors)
-        ages = [age for age in (self._commands.age(now), self._voltages.age(now)) if age is not None]
+        command_now = self._command_time(now)
+        ages = [age for age in (self._commands.age(command_now), self._voltages.age(command_now)) if age is not None]
         values["command age [s]"] = f"{min(ages):.3f}" if ages else "no command yet"
         values["backend"] = f"{BACKEND} ({type(self.sim.model).__name__}, rk4)"
         if self._failure is not None:
