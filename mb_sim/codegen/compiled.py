@@ -9,7 +9,7 @@ import numpy as np
 from mb_sim.codegen.cache import load_library
 from mb_sim.codegen.c_source import generate_c_source
 from mb_sim.codegen.errors import CodegenError, FactorizationError
-from mb_sim.codegen.numeric_model import NumericModel
+from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress
 from mb_sim.symbolic.equations import EquationsOfMotion
 
@@ -85,12 +85,17 @@ class CompiledModel(NumericModel):
             raise FactorizationError(self.name, status, t)
 
     def rk4_into(self, dt: float, n_steps: int, t: float = 0.0) -> float:
+        check_step_count(n_steps)
         self._time[0] = t
         self._install_force_law()
         status = self._mb_rk4(self._packed, _D(dt), _I(n_steps))
         if status:
             raise FactorizationError(self.name, status, float(self._time[0]))
         return float(self._time[0])
+
+    @property
+    def rk4_time(self) -> float:
+        return float(self._time[0])  # the C code writes it after every completed step
 
     def _check_matches(self, library: ctypes.CDLL) -> None:
         """Raise CodegenError unless the library's dimensions and layout are this model's."""

@@ -19,7 +19,10 @@ from mb_sim.codegen.layout import OutputLayout
 from mb_sim.codegen.projection import Projection
 from mb_sim.symbolic.equations import EquationsOfMotion
 
-__all__ = ["Buffers", "ForceLawCallback", "NumericModel"]
+__all__ = ["Buffers", "ForceLawCallback", "MAX_RK4_STEPS", "NumericModel", "check_step_count"]
+
+#: Most RK4 steps one ``rk4_into`` call takes: the generated C counts them in a C ``int``.
+MAX_RK4_STEPS = 2**31 - 1
 
 #: f(index, t, deltaL, deltaL_t, stiffness, damping, force) -> scalar force of user-law spring `index`.
 ForceLawCallback = Callable[[int, float, float, float, float, float, float], float]
@@ -219,8 +222,22 @@ class NumericModel(ABC):
         """Advance ``buffers.q, buffers.u`` by `n_steps` RK4 steps from `t`; the time reached.
 
         Each step ends with a finiteness check and the projection, as :meth:`rk4`.  On a
-        FactorizationError the buffers hold the state at the start of the failing step.
+        FactorizationError the buffers hold the state at the start of the failing step.  A
+        call interrupted (KeyboardInterrupt) leaves the state of its last completed step, whose
+        time is :attr:`rk4_time`.
+
+        Raises
+        ------
+        ValueError
+            `n_steps` is outside ``[0, MAX_RK4_STEPS]`` (see :func:`check_step_count`).
         """
+
+    @property
+    @abstractmethod
+    def rk4_time(self) -> float:
+        """The time of the state ``rk4_into`` left in the buffers: the end of its last completed
+        step (also when it was interrupted, e.g. by a KeyboardInterrupt raised as its foreign call
+        returned), or the start of its failing step.  Valid until the next call of the model."""
 
     def _load(self, q, u, inputs, params, z=None) -> None:
         """Copy arguments into the buffers; ``params=None`` means the default parameters,
@@ -230,3 +247,11 @@ class NumericModel(ABC):
         b.params[:] = self.parameter_values if params is None else params
         if z is not None:
             b.z[:] = z
+
+
+def check_step_count(n_steps: int) -> None:
+    """ValueError unless `n_steps` is in ``[0, MAX_RK4_STEPS]`` (more would wrap around in the C
+    ``int`` that counts them; a count that is not a whole number is the foreign call's TypeError)."""
+    if not 0 <= n_steps <= MAX_RK4_STEPS:
+        raise ValueError(f"n_steps must be in [0, {MAX_RK4_STEPS}] (the C int counting them), got {n_steps}; "
+                         "split longer runs into several calls")

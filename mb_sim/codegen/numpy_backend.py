@@ -8,7 +8,7 @@ from sympy import lambdify
 
 from mb_sim.codegen.errors import SPRING_MIN_LENGTH, FactorizationError
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS
-from mb_sim.codegen.numeric_model import NumericModel
+from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import StraightLineProgram, straight_line_program
 from mb_sim.codegen.projection import project_state
@@ -38,6 +38,7 @@ class NumpyModel(NumericModel):
         self._constraints_out = np.zeros(self.layout.size)
         self._decay = (_lambdify(straight_line_program(eom, ("electrical_decay",), progress), namespace)
                        if self.n_z else None)
+        self._rk4_time = 0.0
 
     def evaluate_into(self, t: float = 0.0) -> None:
         b = self.buffers
@@ -58,8 +59,10 @@ class NumpyModel(NumericModel):
         b.q[:], b.u[:] = q, u
 
     def rk4_into(self, dt: float, n_steps: int, t: float = 0.0) -> float:
+        check_step_count(n_steps)
         b = self.buffers
         x, t0 = np.concatenate([b.q, b.u, b.z]), t
+        self._rk4_time = t0
         decay = np.zeros(len(x))  # lambda: zero for q and u, -R/L for motor currents
         if self.n_z:
             decay[-self.n_z:] = self._decay(b.q, b.u, b.z, b.inputs, b.params, t)
@@ -69,11 +72,15 @@ class NumpyModel(NumericModel):
                 status, x_end = self._rk4_step(x, t0 + step * dt, dt, t0 + (step + 1) * dt, decay, coefficients)
                 if status:  # reported at the start of the failing step, as in C
                     raise FactorizationError(self.name, status, t0 + step * dt)
-                x = x_end
-        finally:
+                x, self._rk4_time = x_end, t0 + (step + 1) * dt
+        finally:  # also on KeyboardInterrupt: the last completed step, with its time
             n = self.n_q + self.n_u
             b.q[:], b.u[:], b.z[:] = x[:self.n_q], x[self.n_q:n], x[n:]
         return t0 + n_steps * dt
+
+    @property
+    def rk4_time(self) -> float:
+        return self._rk4_time
 
     def _rk4_step(self, x: np.ndarray, t: float, dt: float, t_end: float, decay: np.ndarray,
                   coefficients: tuple[np.ndarray, ...]) -> tuple[int, np.ndarray | None]:

@@ -1,7 +1,12 @@
-"""Simulation failures, with the time and the coordinate at fault."""
+"""Simulation failures, with the time and the coordinate at fault, and the simulator's warnings."""
 from __future__ import annotations
 
-__all__ = ["SimulationError"]
+__all__ = ["EffortLimitWarning", "SimulationError"]
+
+
+class EffortLimitWarning(UserWarning):
+    """Actuated joints have no effort limit in the URDF (so commanded efforts are not clamped,
+    unless the simulator's ``default_effort_limit`` is set); the message lists them."""
 
 
 class SimulationError(RuntimeError):

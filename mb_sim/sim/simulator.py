@@ -2,11 +2,15 @@
 
 Plain Python over a numeric model (``mb_sim.codegen``); the ROS node is a thin shell around it.
 The state lives in the model's work buffers, so the fixed-step path is one foreign call per
-``advance`` (RK4, constraint projection and quaternion renormalization all inside C).
+``advance`` of up to :data:`MAX_STEPS_PER_CALL` steps (RK4, constraint projection and quaternion
+renormalization all inside C); longer advances take several, with Python in control between them
+(signals such as Ctrl-C, the runaway checks of :mod:`mb_sim.sim.runaway`).
 """
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -15,13 +19,16 @@ from scipy.integrate import solve_ivp
 from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
 from mb_sim.model import DCMotor, JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
-from mb_sim.sim.errors import SimulationError
+from mb_sim.sim.errors import EffortLimitWarning, SimulationError
+from mb_sim.sim.runaway import (
+    ROTATIONAL_SPEED_BOUND, SPEED_LIMIT_FACTOR, TRANSLATIONAL_SPEED_BOUND, RunawayWatch, speed_bounds,
+)
 from mb_sim.symbolic.constraints import independent_rows
 from mb_sim.sim.outputs import (
     ConstraintErrors, ConstraintReaction, MotorState, SimulationOutputs, SpringState, Trajectory,
 )
 
-__all__ = ["Simulator", "INTEGRATORS", "STOP_FREQUENCY"]
+__all__ = ["Simulator", "INTEGRATORS", "MAX_STEPS_PER_CALL", "STOP_FREQUENCY"]
 
 #: Integrators: fixed-step RK4 in generated C (real time), and scipy's adaptive solvers.
 INTEGRATORS = {
@@ -33,6 +40,10 @@ INTEGRATORS = {
 }
 #: Joint stops are tuned to a critically damped frequency of STOP_FREQUENCY / dt rad/s.
 STOP_FREQUENCY = 0.25
+#: Most RK4 steps in one call of the generated code: between calls Python handles signals
+#: (Ctrl-C) and judges runaways, so a long ``advance`` stays interruptible and a runaway is found
+#: within this many steps.
+MAX_STEPS_PER_CALL = 1000
 
 
 class Simulator:
@@ -51,6 +62,20 @@ class Simulator:
         Passed to :func:`mb_sim.codegen.load_numeric_model`.
     rtol, atol
         Tolerances of the adaptive integrators.
+    default_effort_limit
+        The effort limit [N m or N] of actuated joints whose URDF gives none (no ``<limit
+        effort>``, or 0); None (default): their efforts are not clamped.  Either way an
+        :class:`~mb_sim.sim.errors.EffortLimitWarning` lists those joints.
+    speed_limit_factor, default_speed_bounds
+        Runaway speed bounds (see :mod:`mb_sim.sim.runaway`): `speed_limit_factor` times a joint's
+        URDF velocity limit, else ``default_speed_bounds`` (rotational rad/s, translational m/s);
+        ``speed_limit_factor`` 0 or None: no speed check.  ``speed_bounds`` lists them.
+    check_energy
+        Whether an energy rising while no power is put in stops the simulation as a runaway.
+
+    ``runaway`` (a :class:`~mb_sim.sim.runaway.RunawayWatch`) judges runaways after every call of
+    the integrator: speeds beyond their bounds (``speed_bounds``), an energy rising while no power
+    is put in.
 
     The state lives in ``model.buffers``: calling the model's public methods (``evaluate``,
     ``forward_dynamics``...) loads their arguments there, which changes the simulator's state
@@ -59,11 +84,15 @@ class Simulator:
 
     def __init__(self, robot: Robot | str | os.PathLike, *, dt: float = 1e-3, integrator: str = "rk4",
                  backend: str = "c", cache_dir: str | os.PathLike | None = None,
-                 progress: Callable[[str], None] | None = None, rtol: float = 1e-10, atol: float = 1e-10) -> None:
+                 progress: Callable[[str], None] | None = None, rtol: float = 1e-10, atol: float = 1e-10,
+                 default_effort_limit: float | None = None, speed_limit_factor: float | None = SPEED_LIMIT_FACTOR,
+                 default_speed_bounds: tuple[float, float] = (ROTATIONAL_SPEED_BOUND, TRANSLATIONAL_SPEED_BOUND),
+                 check_energy: bool = True) -> None:
         if integrator not in INTEGRATORS:
             raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
+        _check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
         self.robot = robot if isinstance(robot, Robot) else load_urdf(robot)
         self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
         self.dt, self.integrator, self.rtol, self.atol = dt, integrator, rtol, atol
@@ -75,6 +104,7 @@ class Simulator:
                                 if any(isinstance(g, JointEffort) for g in j.load_groups)]
         self._actuated_index = {name: k for k, name in enumerate(self.actuated_joints)}
         self.effort_limits = np.array([self.robot.joints[n].joint_description.limit.effort for n in self.actuated_joints])
+        self._default_effort_limits(default_effort_limit)
         motors = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, DCMotor)]
         self.motors = [m.name for m in motors]
         self.motor_joints = {m.name: m.parent.name for m in motors}
@@ -86,10 +116,36 @@ class Simulator:
         self._released: set[str] = set()  # constraints disabled by the user
         self._generic_matrices = self._constraint_matrices_at_generic_configurations()
         self._connect_force_laws()
+        bounds = (speed_bounds(self.robot, float(speed_limit_factor), tuple(default_speed_bounds))
+                  if speed_limit_factor else [])
+        self.runaway = RunawayWatch(self.robot, self.model, self.parameter_names, self.speed_names,
+                                     self.electrical_state_names, bounds, check_energy)
         self.time = 0.0
         self._set_neutral()
         self._tune_stops()
         self._initial = (self.q, self.u, self.z, 0.0)
+        self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
+
+    def _default_effort_limits(self, default: float | None) -> None:
+        """Give actuated joints without an effort limit `default` (if any); warn about them."""
+        unlimited = [name for name, limit in zip(self.actuated_joints, self.effort_limits) if not math.isfinite(limit)]
+        if not unlimited:
+            return
+        listed = ", ".join(unlimited)
+        joints = f"joint {listed} has" if len(unlimited) == 1 else f"joints {listed} have"
+        if default is None:
+            consequence = "efforts are not clamped; set default_effort_limit (mb-sim: --default-effort-limit)"
+        else:
+            self.effort_limits[~np.isfinite(self.effort_limits)] = default
+            consequence = f"efforts are clamped to default_effort_limit {default:g} (N m or N)"
+        warnings.warn(f"robot '{self.robot.name}': {joints} no effort limit in the URDF: {consequence}",
+                      EffortLimitWarning, stacklevel=3)
+
+    @property
+    def speed_bounds(self) -> dict[str, float]:
+        """The runaway bound of each generalized speed [rad/s or m/s], by speed name (empty: no
+        speed check); see :mod:`mb_sim.sim.runaway`."""
+        return {bound.speed: bound.bound for bound in self.runaway.bounds}
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -164,6 +220,7 @@ class Simulator:
         b = self.model.buffers
         b.q[:], b.u[:], b.z[:], b.inputs[:] = q, u, z, 0.0
         self.time = t
+        self.runaway.restart()
 
     def set_state(self, positions: Mapping[str, float] | None = None, velocities: Mapping[str, float] | None = None,
                   *, q: Sequence[float] | None = None, u: Sequence[float] | None = None,
@@ -202,6 +259,7 @@ class Simulator:
             b.z[:] = self._vector(z, len(b.z), "z")
         if time is not None:
             self.time = float(time)
+        self.runaway.restart()
         if as_initial:
             self._initial = (self.q, self.u, self.z, self.time)
 
@@ -277,6 +335,7 @@ class Simulator:
         self._constraint_rows(name)
         if enabled == (name not in self._released):
             return
+        self.runaway.restart()
         if not enabled:
             self._released.add(name)
             self._apply_released()
@@ -365,6 +424,7 @@ class Simulator:
             if name not in self.parameter_names:
                 raise ValueError(f"unknown parameter {name!r}")
             params[self.parameter_names.index(name)] = float(value)
+        self.runaway.restart()
 
     def parameter(self, name: str) -> float:
         """Current value of a parameter."""
@@ -391,7 +451,9 @@ class Simulator:
     def advance(self, duration: float) -> None:
         """Advance by `duration` (a multiple of ``dt`` for the fixed-step integrator).
 
-        Raises SimulationError on divergence; the state is then the last good one.
+        Raises SimulationError on divergence (the state is then the last good one) and on a
+        runaway (:mod:`mb_sim.sim.runaway`: the state is then where it was found, finite).  A
+        KeyboardInterrupt leaves a consistent state: ``time`` is that of the steps done.
         """
         if duration < 0:
             raise ValueError(f"duration must not be negative, got {duration}")
@@ -404,13 +466,27 @@ class Simulator:
             self._advance_adaptive(duration)
 
     def _advance_rk4(self, steps: int) -> None:
+        """`steps` RK4 steps in calls of at most MAX_STEPS_PER_CALL, each followed by the runaway
+        checks.  Every call starts from ``start + done * dt``, so the time reached is the one
+        a single call would reach (the C code times its steps the same way)."""
         if steps == 0:
             return
+        model, dt, start, done, watch = self.model, self.dt, self.time, 0, self.runaway
+        watch.begin(start)
         try:
-            self.time = self.model.rk4_into(self.dt, steps, self.time)
+            while done < steps:
+                chunk = steps - done if steps - done < MAX_STEPS_PER_CALL else MAX_STEPS_PER_CALL
+                model.rk4_into(dt, chunk, start + done * dt)
+                done += chunk
+                self.time = time = start + done * dt
+                watch.check(time, chunk)
         except FactorizationError as err:
             self.time = err.t
             raise self._failure(err.code) from None
+        except KeyboardInterrupt:  # the state is that of the last completed step: so is the time
+            reached = round((model.rk4_time - (start + done * dt)) / dt) if done < steps else 0
+            self.time = start + (done + min(max(reached, 0), steps - done)) * dt
+            raise
 
     def _advance_adaptive(self, duration: float) -> None:
         b = self.model.buffers
@@ -425,12 +501,16 @@ class Simulator:
             self.model.forward_dynamics_into(t)
             return np.concatenate([b.qdot, b.udot, b.zdot])
 
+        self.runaway.begin(t0)
         try:
             solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.integrator,
                                  rtol=self.rtol, atol=self.atol)
         except FactorizationError as err:
             load(start)
             raise self._failure(err.code, at=err.t) from None
+        except KeyboardInterrupt:  # the buffers hold a trial stage: back to the start
+            load(start)
+            raise
         end = solution.y[:, -1]
         if not solution.success or not np.all(np.isfinite(end)):
             load(start)
@@ -438,10 +518,12 @@ class Simulator:
         load(end)
         self.time += duration
         self._project()
+        self.runaway.check(self.time, max(1, round(duration / self.dt)))
 
     def _failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
         """The error for failure `code` at the (restored) current state, naming the spring-damper
-        or force law at fault, else a coordinate."""
+        or force law at fault, else a speed beyond its runaway bound (the failure followed a
+        runaway within one call), else a coordinate."""
         message = FACTORIZATION_FAILURES.get(code, f"failure code {code}") + (f" ({detail})" if detail else "")
         when = self.time if at is None else at
         if self.model.force_law_error is not None:
@@ -456,7 +538,8 @@ class Simulator:
             spring = self.model.spring_names[int(np.argmin(lengths))]
             return SimulationError(f"spring-damper {spring!r}: its length reached zero (its force direction is "
                                    f"undefined; {lengths.min():.3g} m at the start of the step)", when)
-        return SimulationError(message, when, self._offending_coordinate())
+        runaway = self.runaway.speed_runaway(when, then=message)  # a runaway that ended in a failure
+        return runaway or SimulationError(message, when, self._offending_coordinate())
 
     def _offending_coordinate(self) -> str | None:
         """The first coordinate or speed whose value or rate is not finite at, or one Euler step
@@ -593,3 +676,17 @@ def _spring_states(names: list[str], rows: np.ndarray) -> dict[str, SpringState]
                                    force * displacement / length if length > 0 else np.full(3, np.nan),
                                    (p0.copy(), p1.copy()))
     return states
+
+
+def _check_runaway_options(default_effort_limit: float | None, speed_limit_factor: float | None,
+                           default_speed_bounds: tuple[float, float]) -> None:
+    """ValueError naming the option unless each is a positive number (or None where allowed)."""
+    if default_effort_limit is not None and not (math.isfinite(default_effort_limit) and default_effort_limit > 0):
+        raise ValueError(f"default_effort_limit must be a positive finite number or None, got {default_effort_limit}")
+    if speed_limit_factor is not None and not (math.isfinite(speed_limit_factor) and speed_limit_factor >= 0):
+        raise ValueError(f"speed_limit_factor must be a positive finite number (0 or None: no speed check), "
+                         f"got {speed_limit_factor}")
+    bounds = tuple(default_speed_bounds)
+    if len(bounds) != 2 or not all(b > 0 for b in bounds):  # (inf: unbounded; NaN fails the test)
+        raise ValueError(f"default_speed_bounds must be two positive numbers (rotational rad/s, translational "
+                         f"m/s), got {default_speed_bounds!r}")

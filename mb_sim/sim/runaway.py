@@ -1,0 +1,303 @@
+"""Runaway detection: a simulation that has left physics behind, stopped while its state is finite.
+
+The divergence check in the generated code stops a simulation once its state is NaN or infinite;
+by then a run has often produced seconds of nonsense (a joint spinning at 1e6 rad/s, an energy
+growing by orders of magnitude per step).  The simulator judges two criteria after each call of
+the integrator (at most :data:`~mb_sim.sim.simulator.MAX_STEPS_PER_CALL` steps) and raises
+:class:`~mb_sim.sim.errors.SimulationError` naming the speed at fault, leaving the (finite)
+state where the runaway was found:
+
+**Speed bounds.**  Every generalized speed has a bound.  A one-DoF joint with a URDF velocity
+limit gets ``speed_limit_factor`` times it (default :data:`SPEED_LIMIT_FACTOR`, 100).  The physics
+does not enforce URDF velocity limits, and a URDF's limits are its motors' while its model leaves
+out their rotors and gears: arm6 falling freely from random states whips a wrist to up to 18 times
+its limit (19 times from one state in the tests, the same at a quarter of the time step: real
+motion of the model), so a factor of 10 would stop 6 % of such falls; with its damping, friction
+and stops switched off (a URDF without ``<dynamics>`` or limits) up to 110 times.  What a
+runaway reaches is orders of magnitude beyond (1e6 rad/s).  Joints without one
+(absent or ``velocity="0"``) and the speeds of planar and floating joints get a default by kind:
+:data:`ROTATIONAL_SPEED_BOUND` rad/s (about 10,000 rpm) for angular rates,
+:data:`TRANSLATIONAL_SPEED_BOUND` m/s for linear velocities.
+
+**Energy without input power.**  While nothing feeds power in (all efforts and voltages zero, no
+user force law, no spring-damper with a velocity offset, no component the watch does not know,
+e.g. a user's load group) the robot's energy cannot rise:
+
+    E = T + V + sum over stops of k d^2 / 2 + sum over motors of (n^2 J u^2 + L i^2) / 2
+
+with T the kinetic energy of the links, V the potential energy of gravity, joint springs and
+spring-dampers (the model's ``potential_energy``), d how far a joint is beyond its limit (its
+stop's one-sided spring), J a motor's rotor inertia reflected through its gear n and L i^2 / 2
+its inductor's energy.  Every other load dissipates (damping, friction, a stop's damper, a motor's
+resistance) and the constraints do no work.  ``E`` is measured when the watch (re)starts: on
+the first step after construction, ``set_state``, ``reset``, ``set_parameters``, a constraint
+switch, or efforts and voltages going back to zero.  From then on ``T + V``, which is at most E
+(the other terms are never negative), is compared with that start value each time at least
+:data:`ENERGY_CHECK_STEPS` steps have passed: more than ``ENERGY_TOLERANCE`` of the energy scale
+(the larger of ``|E|`` and the largest kinetic energy seen) plus :data:`ENERGY_FLOOR` above it
+is a runaway: the integration is unstable (a stiffness too high for ``dt``).  Writing the
+parameter or input buffers of the model directly bypasses the restarts: use the simulator's
+setters.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mb_sim.codegen import NumericModel
+from mb_sim.model import (
+    DCMotor, FixedJoint, FloatingJoint, Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring,
+    LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink, Robot, RollingWheel, SpringDamper,
+    CoordinateConstraint, symbol_name,
+)
+from mb_sim.sim.errors import SimulationError
+
+__all__ = [
+    "ENERGY_CHECK_STEPS", "ENERGY_FLOOR", "ENERGY_TOLERANCE", "ROTATIONAL_SPEED_BOUND", "RunawayWatch",
+    "SPEED_LIMIT_FACTOR", "SpeedBound", "TRANSLATIONAL_SPEED_BOUND", "speed_bounds",
+]
+
+#: Default speed bound of an angular rate without a URDF velocity limit [rad/s] (about 10,000 rpm).
+ROTATIONAL_SPEED_BOUND = 1e3
+#: Default speed bound of a linear velocity without a URDF velocity limit [m/s].
+TRANSLATIONAL_SPEED_BOUND = 1e3
+#: A speed bound is this many times the joint's URDF velocity limit (see the module docstring).
+SPEED_LIMIT_FACTOR = 100.0
+#: The energy may rise by this fraction of its scale (numerical error of a stable integration
+#: is orders of magnitude below it; an unstable one multiplies the energy every step).
+ENERGY_TOLERANCE = 1e-3
+#: ... plus this much [J], so a robot at rest (energy scale zero) is not judged on rounding.
+ENERGY_FLOOR = 1e-9
+#: The energy is judged at most once per this many steps (one output evaluation each time).
+ENERGY_CHECK_STEPS = 100
+
+#: Component types whose power the energy watch knows: conservative with their potential in E,
+#: dissipative, ideal constraints, or fed through the inputs it looks at.
+_KNOWN_COMPONENTS = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint,
+                     Gravity, JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper,
+                     LoopJoint, CoordinateConstraint, RollingWheel)
+
+
+@dataclass(frozen=True)
+class SpeedBound:
+    """The bound of one generalized speed: ``speed`` (its name) of joint ``joint``, ``bound`` in
+    ``unit`` (rad/s or m/s), and ``origin``: where the bound comes from, for messages."""
+
+    speed: str
+    joint: str
+    bound: float
+    unit: str
+    origin: str
+
+
+def speed_bounds(robot: Robot, factor: float, defaults: tuple[float, float]) -> list[SpeedBound]:
+    """The bound of every generalized speed of `robot`, in the order of ``robot.system.u``.
+
+    One-DoF joints with a URDF velocity limit get `factor` times it; other speeds `defaults`
+    (rotational rad/s, translational m/s) by the unit of the speed.
+    """
+    by_speed = {}
+    for joint in robot.joints.values():
+        limit = joint.joint_description.limit.velocity
+        for symbol, (_, _, unit) in zip(joint.u, joint.speeds):
+            rotational = unit == "rad/s"
+            if len(joint.u) == 1 and math.isfinite(limit) and limit > 0:
+                bound, origin = factor * limit, f"{factor:g} x its URDF velocity limit {limit:g} {unit}"
+            else:
+                bound = defaults[0] if rotational else defaults[1]
+                kind = joint.joint_description.type
+                why = "no velocity limit in the URDF" if len(joint.u) == 1 else f"a {kind} joint"
+                origin = f"{why}: default bound for {'rotational' if rotational else 'translational'} speeds"
+            by_speed[symbol] = SpeedBound(symbol_name(symbol), joint.name, float(bound), unit, origin)
+    return [by_speed[u] for u in robot.system.u]
+
+
+class RunawayWatch:
+    """The speed bounds and the energy watch of one simulator (see the module docstring).
+
+    The simulator calls :meth:`restart` whenever it changes the state, the parameters or the
+    constraints other than by integrating, :meth:`begin` before integrating and :meth:`check`
+    after each call of the integrator.
+
+    Parameters
+    ----------
+    robot, model
+        The robot and its numeric model (whose buffers hold the state).
+    parameter_names, speed_names, electrical_state_names
+        As the simulator's.
+    bounds
+        Per speed (in ``speed_names`` order), or empty: no speed check.
+    check_energy
+        Whether to judge the energy at all.
+    """
+
+    def __init__(self, robot: Robot, model: NumericModel, parameter_names: list[str], speed_names: list[str],
+                 electrical_state_names: list[str], bounds: list[SpeedBound], check_energy: bool = True) -> None:
+        self._model, self._speed_names = model, speed_names
+        b = model.buffers
+        self._u, self._inputs, self._out, self._params = b.u, b.inputs, b.out, b.params
+        self.bounds = bounds
+        self._bound_values = np.array([s.bound for s in bounds]) if bounds else np.full(len(speed_names), np.inf)
+        smallest = float(self._bound_values.min()) if len(self._bound_values) else math.inf
+        self._smallest_squared = smallest * smallest  # |u|^2 below it: every speed within its bound
+        layout = model.layout
+        self._kinetic_at = layout.blocks["kinetic_energy"].offset
+        self._potential_at = layout.blocks["potential_energy"].offset
+        self._parameter_index = {name: k for k, name in enumerate(parameter_names)}
+        self._stops, self._motors, self._springs = self._energy_terms(robot, speed_names, electrical_state_names)
+        self._never = "the energy check is switched off" if not check_energy else self._never_judged(robot, model)
+        self._blocked: str | None = self._never  # ... or with the current parameters
+        self._reference: float | None = None  # E at the watch start; None: not watching
+        self._start_time = 0.0
+        self._kinetic_peak = 0.0
+        self._pending = 0  # steps since the energy was last judged
+
+    # -- what the energy consists of ---------------------------------------------------------
+    def _energy_terms(self, robot: Robot, speed_names: list[str], electrical_state_names: list[str]) -> tuple:
+        """Stops ``(joint, q index, k, lower, upper)``, motors ``(u index, n, J, z index, L)`` and
+        springs ``(name, velocity offset, active)``, as parameter names (or numbers)."""
+        coordinates = [symbol_name(q) for q in robot.system.q]
+        stops, motors, springs = [], [], []
+        for joint in robot.joints.values():
+            for group in joint.load_groups:
+                if isinstance(group, JointLimitStop):
+                    stops.append((joint.name, coordinates.index(symbol_name(joint.q[0])), self._term(group.k),
+                                  *(self._term(group.bounds[s]) if s in group.bounds else None
+                                    for s in ("lower", "upper"))))
+                elif isinstance(group, DCMotor):
+                    current = (electrical_state_names.index(symbol_name(group.current)) if group.inductive else None)
+                    motors.append((speed_names.index(symbol_name(joint.u[0])), self._term(group.n),
+                                   self._term(group.J), current, self._term(group.L) if group.inductive else 0.0))
+        for name, spring in robot.spring_dampers.items():
+            springs.append((name, self._term(spring.velocity_offset), self._term(spring.active)))
+        return stops, motors, springs
+
+    def _term(self, value) -> str | float:
+        """A parameter's name (read from the buffers when needed), or the exact number."""
+        return str(value) if str(value) in self._parameter_index else float(value)
+
+    def _value(self, term: str | float) -> float:
+        return float(self._params[self._parameter_index[term]]) if isinstance(term, str) else term
+
+    def _never_judged(self, robot: Robot, model: NumericModel) -> str | None:
+        """Why this robot's energy may rise without the inputs: a user force law or an unknown
+        component; None if it cannot."""
+        if model.force_laws:
+            return f"spring-damper {model.force_laws[0][0]!r} follows a user force law"
+        unknown = [c for c in robot.walk() if type(c) not in _KNOWN_COMPONENTS]
+        if unknown:
+            return f"component {unknown[0].name!r} ({type(unknown[0]).__name__}) may feed power in"
+        return None
+
+    def _fed(self) -> str | None:
+        """Why the energy may rise with the current parameters (a velocity offset), or None."""
+        for name, offset, active in self._springs:
+            if self._value(active) != 0.0 and self._value(offset) != 0.0:
+                return f"spring-damper {name!r} has a velocity offset"
+        return None
+
+    def energy(self, time: float) -> tuple[float, float]:
+        """``(E, T)`` at the current state: the whole energy of the module docstring and the
+        links' kinetic energy (evaluates the outputs)."""
+        self._model.evaluate_into(time)
+        b, out = self._model.buffers, self._out
+        kinetic = out.item(self._kinetic_at)
+        total = kinetic + out.item(self._potential_at)
+        for _, index, k, lower, upper in self._stops:
+            q = b.q.item(index)
+            beyond = (max(0.0, q - self._value(upper)) if upper is not None else 0.0) + \
+                     (max(0.0, self._value(lower) - q) if lower is not None else 0.0)
+            total += 0.5 * self._value(k) * beyond * beyond
+        for speed, n, inertia, current, inductance in self._motors:
+            total += 0.5 * self._value(n) ** 2 * self._value(inertia) * b.u.item(speed) ** 2
+            if current is not None:
+                total += 0.5 * self._value(inductance) * b.z.item(current) ** 2
+        return total, kinetic
+
+    # -- the watch -----------------------------------------------------------------------------
+    @property
+    def energy_unwatched(self) -> str | None:
+        """Why the energy is not judged now (a user force law, efforts not zero...); None: it is."""
+        if self._blocked is not None:
+            return self._blocked
+        return "efforts or voltages are not zero" if any(self._inputs.tolist()) else None
+
+    def restart(self) -> None:
+        """Forget the energy measured so far: the state, parameters or constraints were changed
+        other than by integrating.  The next :meth:`begin` measures it again."""
+        self._reference = None
+        if self._never is None:
+            self._blocked = self._fed()
+
+    def begin(self, time: float) -> None:
+        """Before integrating: measure the energy the watch starts from, if it needs one and
+        nothing feeds power in."""
+        if self._reference is None and self._blocked is None and not any(self._inputs.tolist()):
+            self._reference, self._kinetic_peak = self.energy(time)
+            self._start_time, self._pending = time, 0
+
+    def check(self, time: float, steps: int) -> None:
+        """After `steps` steps ending at `time`: raise SimulationError on a runaway."""
+        u = self._u
+        if u.dot(u) > self._smallest_squared and (error := self.speed_runaway(time)) is not None:
+            raise error
+        if self._reference is None:
+            return
+        if any(self._inputs.tolist()):  # power fed in: judged again once the inputs are zero
+            self._reference = None
+            return
+        self._pending += steps
+        if self._pending < ENERGY_CHECK_STEPS:
+            return
+        self._pending = 0
+        self._model.evaluate_into(time)
+        out = self._out
+        kinetic = out.item(self._kinetic_at)
+        energy = kinetic + out.item(self._potential_at)
+        if kinetic > self._kinetic_peak:
+            self._kinetic_peak = kinetic
+        tolerance = ENERGY_TOLERANCE * max(abs(self._reference), self._kinetic_peak) + ENERGY_FLOOR
+        if energy > self._reference + tolerance:  # (the reference stays: going on fails again)
+            raise self._energy_runaway(time, energy, tolerance)
+
+    def speed_runaway(self, time: float, then: str = "") -> SimulationError | None:
+        """The runaway error if a speed of the current state is beyond its bound (the worst one
+        named, five more listed), else None; `then` says what failed next (a divergence that
+        followed within the same call)."""
+        ratios = np.abs(self._u) / self._bound_values
+        over = np.flatnonzero(ratios > 1.0)
+        if not len(over):
+            return None
+        worst = [int(k) for k in over[np.argsort(-ratios[over])]]
+        s, speed = self.bounds[worst[0]], abs(float(self._u[worst[0]]))
+        which = f"joint {s.joint!r} speed" + (f" {s.speed}" if s.speed != f"{s.joint}_u" else "")
+        others = ""
+        if len(worst) > 1:
+            names = ", ".join(self._speed_names[k] for k in worst[1:6])
+            others = f"; also over their bounds: {names}" + (f" and {len(worst) - 6} more" if len(worst) > 6 else "")
+        then = f"; then {then}" if then else ""
+        return SimulationError(
+            f"runaway: {which} {speed:.3g} {s.unit} exceeds its bound {s.bound:.3g} {s.unit} ({s.origin}){others}; "
+            "no robot moves like that: look for a very light link or a huge effort (or raise the bound: "
+            f"speed_limit_factor, default_speed_bounds){then}", time, s.speed)
+
+    def _energy_runaway(self, time: float, energy: float, tolerance: float) -> SimulationError:
+        """The error for an energy that rose to `energy` at `time`, naming the speed holding the
+        largest share of the kinetic energy (diagonal terms of the mass matrix)."""
+        b = self._model.buffers
+        diagonal = self._model.layout.view(self._out, "mass_matrix").diagonal()
+        shares = 0.5 * diagonal * b.u * b.u
+        culprit = int(np.argmax(shares)) if len(shares) else None
+        where = ""
+        if culprit is not None and shares.sum() > 0:
+            where = (f"; {self._speed_names[culprit]} ({b.u[culprit]:.3g}) holds "
+                     f"{shares[culprit] / shares.sum():.0%} of the kinetic energy")
+        reference = self._reference
+        return SimulationError(
+            f"runaway: the energy rose from {reference:.6g} J to {energy:.6g} J (by {energy - reference:.3g} J, "
+            f"tolerance {tolerance:.3g} J) in {time - self._start_time:.3g} s with no power put in"
+            f"{where}: the integration is unstable (a stiffness too high for the time step?); "
+            "use a smaller dt or an adaptive integrator",
+            time, None if culprit is None else self._speed_names[culprit])
