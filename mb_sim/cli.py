@@ -10,6 +10,7 @@ import platform
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,22 +73,29 @@ def _note(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _load_robot(robot: str) -> Robot:
-    """The robot model of a URDF path or shipped robot name, or CommandError."""
+def _load_robot(robot: str, strict: bool = False) -> Robot:
+    """The robot model of a URDF path or shipped robot name, or CommandError.  Repairs the loader
+    made are summed up in one line on stderr (``info`` lists them); `strict` refuses them."""
     from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
-    from mb_sim.urdf import URDFError
+    from mb_sim.urdf import RepairWarning, URDFError
 
     try:
-        return load_urdf(robot_path(robot))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RepairWarning)  # listed by robot.repairs instead
+            model = load_urdf(robot_path(robot), strict=strict)
     except (URDFError, FileNotFoundError) as err:
         raise CommandError(str(err)) from None
+    if model.repairs:
+        _note(f"mb-sim: {model.name}: {len(model.repairs)} repair(s) made while loading "
+              f"(listed by 'mb-sim info'; --strict refuses them)")
+    return model
 
 
 @_user_errors
 def _describe(args: argparse.Namespace) -> int:
     """Print the component tree of a robot with every symbol's description and value."""
-    print(_load_robot(args.robot).describe())
+    print(_load_robot(args.robot, args.strict).describe())
     return 0
 
 
@@ -98,7 +106,7 @@ def _eom(args: argparse.Namespace) -> int:
     from mb_sim.symbolic.printing import format_equations
 
     progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    eom = derive_equations(_load_robot(args.robot), progress=progress)
+    eom = derive_equations(_load_robot(args.robot, args.strict), progress=progress)
     print(format_equations(eom, style=args.format))
     return 0
 
@@ -111,8 +119,12 @@ def _info(args: argparse.Namespace) -> int:
     from mb_sim.symbolic import analyse_constraints
     from mb_sim.symbolic.derive import electrical_states
 
-    robot = _load_robot(args.robot)
+    robot = _load_robot(args.robot, args.strict)
     print(robot.describe())
+    if robot.repairs:
+        print(f"\nRepairs made while loading ({len(robot.repairs)}; --strict refuses them):")
+        for repair in robot.repairs:
+            print(f"  {repair}")
     system, descriptions = robot.system, robot.descriptions
     states = [state for state, _, _ in electrical_states(robot)]
     for title, symbols in (("Coordinates", system.q), ("Speeds", system.u), ("Electrical states", states)):
@@ -146,7 +158,7 @@ def _derive(args: argparse.Namespace) -> int:
     from mb_sim.codegen import load_numeric_model
 
     start = time.perf_counter()
-    robot = _load_robot(args.robot)
+    robot = _load_robot(args.robot, args.strict)
     loaded = time.perf_counter()
     lines: list[str] = []
 
@@ -232,10 +244,11 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
-    robot = _load_robot(args.robot)
+    robot = _load_robot(args.robot, args.strict)
     inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
     _check_names(robot, inputs, initial, voltages)
-    sim = Simulator(robot, dt=args.dt, integrator=args.integrator, backend=args.backend, progress=_note)
+    sim = Simulator(robot, dt=args.dt, integrator=args.integrator, backend=args.backend, progress=_note,
+                    default_effort_limit=args.default_effort_limit)
     with _culprit("--disable"):
         for name in args.disable:
             sim.set_constraint_enabled(name, False)
@@ -337,9 +350,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_robot(parser: argparse.ArgumentParser) -> None:
-    """The positional ROBOT argument."""
+    """The positional ROBOT argument and --strict."""
     parser.add_argument("robot", metavar="ROBOT",
                         help="URDF file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse what the loader would repair (inertias, a mimic on a fixed joint) instead")
 
 
 def _add_backend(parser: argparse.ArgumentParser) -> None:
@@ -365,6 +380,9 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
         simulate.add_argument(option, type=_assignment, nargs="+", action="extend", default=[],
                               metavar="MOTOR=VALUE" if option == "--voltage" else "JOINT=VALUE",
                               help=f"{what} (repeatable)")
+    simulate.add_argument("--default-effort-limit", type=_positive, metavar="N",
+                          help="effort limit [N m or N] of actuated joints whose URDF gives none (default: "
+                               "their efforts are not clamped)")
     simulate.add_argument("--disable", nargs="+", action="extend", default=[], metavar="CONSTRAINT",
                           help="simulate with these named constraints (mimic joints...) released (repeatable)")
     simulate.add_argument("--sample-every", type=_count, default=10, metavar="N",
@@ -404,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """A warning as one line ``mb-sim: warning: ...`` on stderr (no source file and line)."""
+    print(f"mb-sim: warning: {message}", file=file or sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``mb-sim``."""
     parser = build_parser()
@@ -411,14 +435,16 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
-    try:
-        return args.run(args)
-    except CommandError as err:
-        print(f"mb-sim: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("mb-sim: interrupted", file=sys.stderr)
-        return 130
+    with warnings.catch_warnings():  # the library's warnings (cache, URDF, effort limits) as one line each
+        warnings.showwarning = _show_warning
+        try:
+            return args.run(args)
+        except CommandError as err:
+            print(f"mb-sim: {err}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("mb-sim: interrupted", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

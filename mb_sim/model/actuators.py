@@ -16,11 +16,10 @@ rate ``-R/L`` is declared so the integrator can take it exactly (see :mod:`mb_si
 from __future__ import annotations
 
 from sympy import Expr, S
-from sympy.physics.mechanics import dynamicsymbols
 
 from mb_sim.model.base import LoadGroupBase
 from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
-from mb_sim.model.parameters import parameter
+from mb_sim.model.parameters import dynamic_symbol, parameter
 from mb_sim.urdf import DCMotorDescription
 
 __all__ = ["DCMotor", "MOTOR_STATE"]
@@ -59,12 +58,12 @@ class DCMotor(LoadGroupBase):
         self.J = parameter(self, "rotor_inertia", md.rotor_inertia, f"rotor inertia of motor '{name}' [kg m^2]", d)
         self.b = parameter(self, "viscous_friction", md.viscous_friction,
                            f"viscous friction of motor '{name}' at its shaft [N m s/rad]", d)
-        self.voltage = dynamicsymbols(self._add_prefix("voltage"))
+        self.voltage = dynamic_symbol(self._add_prefix("voltage"))
         self.symbols["voltage"] = self.voltage
         d[self.voltage] = f"voltage across motor '{name}' on joint '{joint}' (input) [V]"
         if self.inductive:
             self.L = parameter(self, "inductance", md.inductance, f"armature inductance of motor '{name}' [H]", d)
-            self.current = dynamicsymbols(self._add_prefix("i"))
+            self.current = dynamic_symbol(self._add_prefix("i"))
             d[self.current] = f"armature current of motor '{name}' (electrical state) [A]"
 
     def _define_loads(self) -> None:

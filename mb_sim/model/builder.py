@@ -18,15 +18,20 @@ from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, parse_urdf
 __all__ = ["build_robot", "load_urdf"]
 
 
-def load_urdf(path_or_xml: str | os.PathLike) -> Robot:
+def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> Robot:
     """Parse a URDF (file path or XML text) into a robot model with all define steps run.
+
+    What the loader repaired or accepted instead of refusing (mass properties judged per moving
+    body, rounding repaired, a ``<mimic>`` on a fixed joint ignored) is warned about once each
+    (:class:`mb_sim.urdf.RepairWarning`) and listed in ``robot.repairs``; with `strict` each is a
+    URDFError instead.
 
     Raises
     ------
     URDFError
         The URDF cannot be simulated; the message names the file and the element.
     """
-    robot = build_robot(parse_urdf(path_or_xml))
+    robot = build_robot(parse_urdf(path_or_xml, strict=strict))
     try:
         robot.define_all()
     except ComponentError as err:  # e.g. two components' symbols share a name
@@ -47,6 +52,7 @@ def build_robot(description: RobotDescription) -> Robot:
     joints = [JOINT_CLASSES[j.type](j.name, j) for j in description.joints]
     robot = Robot(description.name, links, joints, description.root, _extension_connections(description))
     robot.source = description.source
+    robot.repairs = list(description.repairs)
     robot.add_load_group(Gravity("gravity", description.gravity))
     motors = {motor.joint: motor for motor in description.extensions.dc_motors}
     for joint in joints:

@@ -29,7 +29,7 @@ from sympy.physics.mechanics import Force, Point, ReferenceFrame, System, Torque
 
 from mb_sim.model.base import ConnectionBase, ConstraintRow
 from mb_sim.model.link import RigidLink
-from mb_sim.model.parameters import exact_angle, exact_axis, parameter
+from mb_sim.model.parameters import dynamic_symbol, exact_angle, exact_axis, parameter
 from mb_sim.model.requirement import ModelRequirement
 from mb_sim.urdf import JointDescription
 
@@ -87,7 +87,7 @@ class JointBase(ConnectionBase):
         """Prefixed dynamic symbols with their descriptions."""
         out = []
         for name, meaning, unit in specs:
-            symbol = dynamicsymbols(self._add_prefix(name))
+            symbol = dynamic_symbol(self._add_prefix(name))
             self._descriptions[symbol] = f"joint '{self.name}': {meaning} [{unit}]"
             out.append(symbol)
         return out

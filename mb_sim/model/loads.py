@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sympy import Expr, Max, Min, Piecewise, Rational, S, tanh
-from sympy.physics.mechanics import Force, Vector, dynamicsymbols
+from sympy.physics.mechanics import Force, Vector
 
 from mb_sim.model.base import LoadGroupBase
 from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
-from mb_sim.model.parameters import parameter
+from mb_sim.model.parameters import dynamic_symbol, parameter
 from mb_sim.urdf.description import STANDARD_GRAVITY, JointSpringDescription
 
 __all__ = ["Gravity", "JointEffort", "JointDissipation", "JointLimitStop", "JointSpring", "FRICTION_SPEED",
@@ -65,7 +65,7 @@ class JointEffort(LoadGroupBase):
     required_parent_type = (RevoluteJoint, PrismaticJoint)
 
     def _define_objects(self) -> None:
-        self.effort = dynamicsymbols(self._add_prefix("effort"))
+        self.effort = dynamic_symbol(self._add_prefix("effort"))
         self.symbols["effort"] = self.effort
         unit = "N m" if isinstance(self.parent, RevoluteJoint) else "N"
         self._descriptions[self.effort] = f"commanded effort of joint '{self.parent.name}' (input) [{unit}]"

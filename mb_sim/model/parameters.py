@@ -10,14 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sympy import Expr, Integer, Rational, S, pi, symbols
+from sympy import Expr, Function, Integer, Rational, S, Symbol, pi
+from sympy.physics.mechanics import dynamicsymbols
 
 from mb_sim.urdf.rotations import quarter_turns
 
 if TYPE_CHECKING:
     from mb_sim.model.base import ComponentBase
 
-__all__ = ["parameter", "exact_angle", "exact_axis"]
+__all__ = ["parameter", "exact_angle", "exact_axis", "dynamic_symbol"]
 
 
 def parameter(component: ComponentBase, name: str, value: float, description: str,
@@ -29,11 +30,19 @@ def parameter(component: ComponentBase, name: str, value: float, description: st
     """
     if value == 0.0 and not keep_zero:
         return S.Zero
-    symbol = symbols(component._add_prefix(name), real=True)
+    # Symbol(), never symbols(): a URDF name may hold spaces, commas, colons or brackets, which
+    # symbols() would parse as several symbols or a range.
+    symbol = Symbol(component._add_prefix(name), real=True)
     component.symbols[name] = symbol
     component.parameter_values[symbol] = float(value)
     descriptions[symbol] = description
     return symbol
+
+
+def dynamic_symbol(name: str) -> Expr:
+    """A function of time named `name` exactly, as ``dynamicsymbols(name)`` makes for a plain name
+    (which would split a name with spaces, commas or colons into several)."""
+    return Function(name)(dynamicsymbols._t)
 
 
 def exact_angle(component: ComponentBase, name: str, value: float, description: str,

@@ -32,6 +32,9 @@ class Robot(ModelBase):
         self._others = {connection.name: connection for connection in others}
         #: Where the robot came from, for messages (the URDF path, or "<string>").
         self.source = "<model>"
+        #: What the URDF loader repaired or accepted instead of refusing (mb_sim.urdf.Repair: element,
+        #: name, problem, action; ``str()`` is one line); empty for a strict load.
+        self.repairs: list = []
         if root not in self._links:
             raise ComponentError(f"robot '{name}': root link '{root}' is not among its links")
         self.root_link = self._links[root]
@@ -103,13 +106,18 @@ class Robot(ModelBase):
         self._check_unique_symbol_names()
 
     def _check_unique_symbol_names(self) -> None:
-        seen: dict[str, ComponentBase] = {}
+        """Symbol names are component name + suffix, so names can collide (joint ``k``'s stop
+        damping ``k_limit_damping`` and joint ``k_limit``'s damping): refused in one line naming both
+        (SymPy would take two symbols of one name for the same quantity)."""
+        seen: dict[str, tuple[ComponentBase, str]] = {}
         for component in list(self.walk())[1:]:
-            for symbol in component.descriptions:
-                owner = seen.setdefault(symbol.name if hasattr(symbol, "name") else str(symbol), component)
+            for symbol, meaning in component.descriptions.items():
+                name = symbol_name(symbol)
+                owner, first = seen.setdefault(name, (component, meaning))
                 if owner is not component:
-                    raise ComponentError(f"symbol name '{symbol}' is used by both {owner!r} and {component!r}; "
-                                         "rename one of them")
+                    raise ComponentError(f"symbol name '{name}' is made twice, for {first.split(' [')[0]} "
+                                         f"({owner!r}) and for {meaning.split(' [')[0]} ({component!r}): the names "
+                                         "of links and joints plus their symbols' suffixes collide; rename one of them")
 
     @property
     def parameters(self) -> dict[Basic, float]:

@@ -198,6 +198,9 @@ class SimulationNode(Node):
         self.declare_parameter("disabled_constraints", Parameter.Type.STRING_ARRAY, _descriptor(
             "Names of constraints (mimic joints, loop joints...) to start disabled; "
             "~/constraints/<name>/enable switches them at run time."))
+        self.declare_parameter("default_effort_limit", 0.0, _descriptor(
+            "Effort limit [N m or N] for actuated joints whose URDF gives none; 0: such joints are not "
+            "clamped (a warning names them).", numeric=True))
         self.declare_parameter("spring_force_scale", 10.0, _descriptor(
             "Spring-damper force [N] from which ~/springs shows a spring fully red (tension) or blue "
             "(compression); grey at zero force.", numeric=True))
@@ -283,8 +286,9 @@ class SimulationNode(Node):
         return text
 
     def _simulator_options(self) -> dict:
-        """Simulator keyword arguments from parameters (none so far)."""
-        return {}
+        """Simulator keyword arguments from parameters: ``default_effort_limit`` (0: none)."""
+        limit = self._number("default_effort_limit", lambda v: v >= 0, "must be zero (no limit) or positive")
+        return {"default_effort_limit": limit or None}
 
     def _set_initial_positions(self) -> None:
         """Declare ``initial_positions.<joint>`` for every independent one-DoF joint (one the

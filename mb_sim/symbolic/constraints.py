@@ -131,7 +131,8 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
     ConstraintError
         A holonomic constraint independent of the coordinates does not hold.
     """
-    system, q, u = robot.system, Matrix(plain.q), Matrix(plain.u)
+    # Columns even when empty (a robot without joints): Matrix([]) is 0 x 0, not a column.
+    system, q, u = robot.system, Matrix(len(plain.q), 1, plain.q), Matrix(len(plain.u), 1, plain.u)
     stated = [*system.holonomic_constraints, *system.nonholonomic_constraints]
     phi = plain.convert_matrix(Matrix(system.holonomic_constraints)) if system.holonomic_constraints else zeros(0, 1)
     nonholonomic = (plain.convert_matrix(Matrix(system.nonholonomic_constraints))
@@ -208,7 +209,7 @@ def _dependent(robot: Robot, plain: PlainSymbols, holonomic: Matrix, matrix: Mat
         if holonomic.shape[0] else []
     preferred = position + [u_list.index(s) for s in system.u_dep] + backwards
     speeds = independent_rows(at_sample(matrix).T, list(dict.fromkeys(preferred)))
-    moved = at_sample(plain.qdot.jacobian(plain.u))[:, position] if position else np.zeros((len(q_list), 0))
+    moved = at_sample(plain.qdot.jacobian(Matrix(len(plain.u), 1, plain.u)))[:, position] if position else np.zeros((len(q_list), 0))
     coordinates = [i for i in range(len(q_list)) if np.abs(moved[i]).max(initial=0.0) > 0.0]
     return sorted(position), sorted(speeds), coordinates
 

@@ -68,7 +68,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "mass_matrix": kane.mass_matrix,
         "forcing": kane.forcing,
         "qdot": plain.qdot,
-        "kinematic_map": plain.qdot.jacobian(plain.u),
+        "kinematic_map": plain.qdot.jacobian(Matrix(len(plain.u), 1, plain.u)),  # a column even when empty
         "phi": constraints.phi,
         "phi_jacobian": constraints.phi_jacobian,
         "constraint_matrix": constraints.matrix,

@@ -122,7 +122,8 @@ class EquationsOfMotion:
 
     def __post_init__(self) -> None:
         if "kinematic_map" not in self.outputs and "qdot" in self.outputs:
-            self.outputs["kinematic_map"] = Matrix(self.outputs["qdot"]).jacobian(self.u)
+            qdot = Matrix(self.outputs["qdot"]).reshape(len(self.q), 1)
+            self.outputs["kinematic_map"] = qdot.jacobian(Matrix(len(self.u), 1, self.u))
         defaults = {"constraint_wrenches": (self.n_constraints, 6),
                     "spring_states": (len(self.spring_names), SPRING_STATE_COLUMNS),
                     "spring_lengths": (len(self.spring_names), 1),

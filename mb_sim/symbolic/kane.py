@@ -245,4 +245,4 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
     for k in range(n_u):
         for l in range(k):
             mass[k, l] = mass[l, k]
-    return KaneEquations(mass, Matrix(forcing), rec.links, kinetic, potential)
+    return KaneEquations(mass, Matrix(n_u, 1, list(forcing)), rec.links, kinetic, potential)  # a column even if empty

@@ -26,7 +26,7 @@ class PlainSymbols:
         coefficients, rhs = linear_eq_to_matrix(list(kdes), qdots)
         solved = coefficients.LUsolve(rhs)
         self._qdot_map = dict(zip(qdots, solved))
-        self.qdot = Matrix([self.convert(e) for e in solved])
+        self.qdot = Matrix(len(solved), 1, [self.convert(e) for e in solved])  # a column even when empty
 
     def convert(self, expr: Basic) -> Basic:
         """`expr` with q' replaced by the kinematic equations and functions of t by plain symbols."""

@@ -222,7 +222,8 @@ class RobotDescription:
 
     ``root`` is the URDF's root link.  A root link named ``world`` is the world frame itself (it
     has no mass), so the joints out of it say how the robot moves relative to the world
-    (floating, planar, ...); any other root link is fixed to the world frame.
+    (floating, planar, ...); any other root link is fixed to the world frame.  ``repairs`` lists
+    what the loader repaired or accepted instead of refusing (see :mod:`mb_sim.urdf.inertia`).
     """
 
     name: str
@@ -232,6 +233,9 @@ class RobotDescription:
     root: str
     components: list[ComponentSpec] = field(default_factory=list)
     extensions: Extensions = field(default_factory=Extensions)
+    #: What was repaired or accepted instead of refused (:class:`mb_sim.urdf.inertia.Repair`), one per
+    #: link or joint; empty when loaded with ``strict``.
+    repairs: list = field(default_factory=list)
 
     @property
     def gravity(self) -> np.ndarray:

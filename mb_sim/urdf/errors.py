@@ -1,7 +1,11 @@
 """Errors and warnings about URDF input, always naming the file and the element at fault."""
 from __future__ import annotations
 
-__all__ = ["URDFError", "URDFWarning"]
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["InertiaRepairWarning", "RepairWarning", "URDFError", "URDFWarning", "warn_user"]
 
 
 class URDFError(ValueError):
@@ -23,3 +27,23 @@ class URDFError(ValueError):
 
 class URDFWarning(UserWarning):
     """Something in a URDF that mb_sim ignores (e.g. an unknown extension element)."""
+
+
+class RepairWarning(URDFWarning):
+    """Something in a URDF that mb_sim repaired or accepted instead of refusing it (see
+    :class:`mb_sim.urdf.inertia.Repair`); ``strict`` loading refuses it instead."""
+
+
+class InertiaRepairWarning(RepairWarning):
+    """A link's mass properties were repaired, or accepted as part of the body they move with."""
+
+
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """Issue a warning attributed to the first caller outside mb_sim (the user's load call)."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)

@@ -1,8 +1,10 @@
 """Read URDF text or files into a validated :class:`RobotDescription`.
 
 Three passes: an XML pass (well-formedness, numbers, extension elements), ``urdf_parser_py`` for
-links and joints, and graph/inertia validation.  Every error is a :class:`URDFError` naming the
-file and the element.
+links and joints, and graph/inertia validation (the inertia policy of :mod:`mb_sim.urdf.inertia`).
+What only says how a link looks or collides (``<visual>``, ``<collision>``, materials) is never
+read, so nothing in it can refuse a robot.  Every error is a :class:`URDFError` naming the file and
+the element.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from mb_sim.urdf.description import (
 )
 from mb_sim.urdf.errors import URDFError, URDFWarning
 from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions
+from mb_sim.urdf.inertia import refuse_link_problems
 from mb_sim.urdf.rotations import rpy_to_matrix
 from mb_sim.urdf.validation import validate
 
@@ -31,6 +34,8 @@ __all__ = ["parse_urdf"]
 URDF_ELEMENTS = {"link", "joint", "material"}
 #: Top-level elements of other tools that mb_sim knows and ignores without a warning.
 IGNORED_ELEMENTS = {"transmission", "gazebo", "ros2_control"}
+#: Elements of a link that only say how it looks or collides: never read, never checked.
+APPEARANCE_ELEMENTS = {"visual", "collision"}
 #: mb_sim's own extension elements (the content of <mb_sim> is checked by mb_sim.urdf.extensions).
 EXTENSION_ELEMENTS = {"component", EXTENSION_TAG}
 #: Numeric attributes per element tag, with the number of values each holds.
@@ -46,8 +51,14 @@ NUMERIC_ATTRIBUTES = {
 }
 
 
-def parse_urdf(path_or_xml: str | os.PathLike) -> RobotDescription:
+def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> RobotDescription:
     """Parse and validate a URDF given as a file path or as XML text.
+
+    Mass properties are judged per moving body (links fixed to each other merged) and repaired
+    where the fault is rounding or the triangle inequality (see :mod:`mb_sim.urdf.inertia`); a
+    ``<mimic>`` on a fixed joint is ignored.  Each repair is issued as a :class:`RepairWarning` and
+    listed in ``RobotDescription.repairs``.  `strict` refuses instead: every repair becomes the
+    URDFError of the per-link check.
 
     Raises
     ------
@@ -63,9 +74,11 @@ def parse_urdf(path_or_xml: str | os.PathLike) -> RobotDescription:
     _check_joint_types(root, source)
     robot = _parse_links_and_joints(root, source, warned)
     links = [_link_description(link, source) for link in robot.links]
+    if strict:  # the per-link check, where it always ran (before the joints are read)
+        refuse_link_problems(source, links)
     stated = _stated_limits(root)
     joints = [_joint_description(joint, source, stated.get(joint.name, set())) for joint in robot.joints]
-    return validate(robot.name or "robot", source, links, joints, components, extensions)
+    return validate(robot.name or "robot", source, links, joints, components, extensions, strict=strict)
 
 
 def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:
@@ -141,7 +154,7 @@ def _check_numbers(root: ET.Element, source: str) -> None:
     for top in root:
         if top.tag not in URDF_ELEMENTS | {"component"}:
             continue
-        for element in top.iter():
+        for element in _dynamics_elements(top):
             for attribute, count in NUMERIC_ATTRIBUTES.get(element.tag, {}).items():
                 raw = element.get(attribute)
                 if raw is None:
@@ -157,6 +170,16 @@ def _check_numbers(root: ET.Element, source: str) -> None:
                     raise URDFError(source, where, "NaN or infinite value")
 
 
+def _dynamics_elements(top: ET.Element):
+    """`top` and its descendants, except <visual> and <collision> subtrees (and materials)."""
+    if top.tag == "material":
+        return
+    yield top
+    for child in top:
+        if child.tag not in APPEARANCE_ELEMENTS:
+            yield from _dynamics_elements(child)
+
+
 def _check_joint_types(root: ET.Element, source: str) -> None:
     for joint in root.findall("joint"):
         kind = joint.get("type")
@@ -167,8 +190,11 @@ def _check_joint_types(root: ET.Element, source: str) -> None:
 
 def _parse_links_and_joints(root: ET.Element, source: str, warned: set[str]) -> urdf_model.URDF:
     """Run urdf_parser_py on the links, joints and materials; its complaints become warnings."""
-    reduced = ET.Element("robot", root.attrib)
-    reduced.extend(e for e in root if e.tag in URDF_ELEMENTS)
+    # The robot's name is only used in messages: a nameless robot is "robot", not refused.
+    reduced = ET.Element("robot", {**root.attrib, "name": root.get("name") or "robot"})
+    for element in root:
+        if element.tag in ("link", "joint"):
+            reduced.append(_without_appearance(element))
     previous = urdf_reflection.on_error
     # 'Unknown attribute "D" in /robot/joint[...]': warn once per unknown name, not per joint.
     urdf_reflection.on_error = lambda message: _warn_once(
@@ -181,6 +207,15 @@ def _parse_links_and_joints(root: ET.Element, source: str, warned: set[str]) -> 
         raise URDFError(source, "", f"invalid URDF: {err}") from None
     finally:
         urdf_reflection.on_error = previous
+
+
+def _without_appearance(element: ET.Element) -> ET.Element:
+    """A copy of a <link> or <joint> without <visual> and <collision>: what they say (meshes,
+    materials, textures) never enters the dynamics, so nothing in them may refuse a robot."""
+    copy = ET.Element(element.tag, element.attrib)
+    copy.text, copy.tail = element.text, element.tail
+    copy.extend(child for child in element if child.tag not in APPEARANCE_ELEMENTS)
+    return copy
 
 
 def _xpath_label(path: object) -> str:
@@ -211,29 +246,11 @@ def _link_description(link: urdf_model.Link, source: str) -> LinkDescription:
     xyz = _vector(origin.xyz if origin else None, (0.0, 0.0, 0.0))
     rotation = rpy_to_matrix(_vector(origin.rpy if origin else None, (0.0, 0.0, 0.0)))
     inertia = rotation @ local @ rotation.T
-    _check_mass_properties(source, label, mass, local)
+    if mass < 0.0:
+        raise URDFError(source, label, f"negative mass {mass}")
     if mass == 0.0 and not local.any():
         return LinkDescription(link.name, None)
     return LinkDescription(link.name, Inertial(mass, xyz, inertia))
-
-
-def _check_mass_properties(source: str, label: str, mass: float, inertia: np.ndarray) -> None:
-    """Mass non-negative; a massive link's inertia positive definite and physically possible."""
-    if mass < 0.0:
-        raise URDFError(source, label, f"negative mass {mass}")
-    if mass == 0.0:
-        if inertia.any():
-            raise URDFError(source, label, "zero mass with a non-zero inertia tensor")
-        return
-    moments = np.linalg.eigvalsh(inertia)
-    if moments[0] <= 0.0:
-        raise URDFError(source, label,
-                        f"inertia is not positive definite (principal moments {np.round(moments, 12).tolist()}); "
-                        "a point mass needs a small positive inertia, e.g. that of a small sphere")
-    a, b, c = moments
-    if a + b < c * (1.0 - 1e-9):
-        raise URDFError(source, label,
-                        f"inertia breaks the triangle inequality: principal moments {a:g} + {b:g} < {c:g}")
 
 
 def _stated_limits(root: ET.Element) -> dict[str, set[str]]:

@@ -1,22 +1,32 @@
 """Whole-robot checks: a single tree rooted in one link, mimic references, masses where needed."""
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 from mb_sim.urdf.description import (
     JOINT_TYPES, WORLD_LINK, ComponentSpec, Extensions, JointDescription, LinkDescription, RobotDescription,
 )
-from mb_sim.urdf.errors import URDFError
+from mb_sim.urdf.errors import InertiaRepairWarning, RepairWarning, URDFError, warn_user
+from mb_sim.urdf.inertia import Repair, apply_inertia_policy
 
 __all__ = ["validate"]
 
 
 def validate(name: str, source: str, links: list[LinkDescription], joints: list[JointDescription],
-             components: list[ComponentSpec], extensions: Extensions | None = None) -> RobotDescription:
-    """Check the robot's structure and return it with joints ordered parent before child."""
+             components: list[ComponentSpec], extensions: Extensions | None = None,
+             strict: bool = False) -> RobotDescription:
+    """Check the robot's structure and return it with joints ordered parent before child.
+
+    Mass properties follow the inertia policy (:mod:`mb_sim.urdf.inertia`) and a ``<mimic>`` on a
+    fixed joint is ignored; each such repair is warned about once and listed in the result's
+    ``repairs``.  `strict` refuses them instead, as the per-link checks did.
+    """
     extensions = extensions or Extensions()
     if not links:
         raise URDFError(source, f"robot '{name}'", "no <link> elements")
+    _named(source, "link", [link.name for link in links])
+    _named(source, "joint", [joint.name for joint in joints])
     _unique(source, "link", [link.name for link in links])
     _unique(source, "joint", [joint.name for joint in joints])
     by_name = {link.name: link for link in links}
@@ -25,11 +35,25 @@ def validate(name: str, source: str, links: list[LinkDescription], joints: list[
     ordered = _tree_order(source, root, by_name, joints)
     if root == WORLD_LINK and by_name[root].inertial is not None:
         raise URDFError(source, "link 'world'", "the world link is the fixed world frame and cannot have an <inertial>")
+    ordered, repairs = _fixed_mimics(source, ordered, strict)
     _check_mimics(source, ordered)
     _check_moving_mass(source, by_name, ordered)
+    by_name, inertia_repairs = apply_inertia_policy(source, by_name, ordered, root, strict)
     _check_components(source, components, by_name, ordered)
     _check_extensions(source, extensions, by_name, ordered)
-    return RobotDescription(name, source, by_name, ordered, root, components, extensions)
+    for repair in repairs:
+        warn_user(f"{source}: {repair}", RepairWarning)
+    for repair in inertia_repairs:
+        warn_user(f"{source}: {repair}", InertiaRepairWarning)
+    return RobotDescription(name, source, by_name, ordered, root, components, extensions,
+                            repairs=[*repairs, *inertia_repairs])
+
+
+def _named(source: str, kind: str, names: list[str]) -> None:
+    """Every link and joint has a non-empty name (joints and mb_sim elements refer to them by it)."""
+    if any(not name for name in names):
+        raise URDFError(source, f"{kind} ''", f"a {kind} needs a non-empty name (links and joints are referred "
+                                              "to by name)")
 
 
 def _unique(source: str, kind: str, names: list[str]) -> None:
@@ -85,6 +109,22 @@ def _tree_order(source: str, root: str, links: dict[str, LinkDescription],
     return ordered
 
 
+def _fixed_mimics(source: str, joints: list[JointDescription], strict: bool
+                  ) -> tuple[list[JointDescription], list[Repair]]:
+    """Joints with the <mimic> of fixed joints dropped (reduced models freeze mimic joints by making
+    them fixed and keep the element; a fixed joint has no coordinate to tie, Pinocchio ignores it)."""
+    if strict:
+        return joints, []
+    out, repairs = [], []
+    for joint in joints:
+        if joint.mimic is not None and joint.type == "fixed":
+            repairs.append(Repair("joint", joint.name, f"<mimic joint=\"{joint.mimic.joint}\"> on a fixed joint",
+                                  "ignored: a fixed joint has no coordinate to tie (no effect on the motion)"))
+            joint = dataclasses.replace(joint, mimic=None)
+        out.append(joint)
+    return out, repairs
+
+
 def _check_mimics(source: str, joints: list[JointDescription]) -> None:
     by_name = {joint.name: joint for joint in joints}
     for joint in joints:
@@ -111,12 +151,15 @@ def _check_moving_mass(source: str, links: dict[str, LinkDescription], joints: l
     for joint in joints:
         children.setdefault(joint.parent, []).append(joint.child)
 
-    def subtree_mass(link: str) -> float:
-        own = links[link].inertial.mass if links[link].inertial else 0.0
-        return own + sum(subtree_mass(child) for child in children.get(link, []))
+    def has_mass(link: str) -> bool:
+        inertial = links[link].inertial
+        return bool(inertial and (inertial.mass > 0.0 or inertial.inertia.any()))
 
+    carries: dict[str, bool] = {}
+    for joint in reversed(joints):  # leaves first, without recursion (deep chains)
+        carries[joint.child] = has_mass(joint.child) or any(carries[c] for c in children.get(joint.child, []))
     for joint in joints:
-        if JOINT_TYPES[joint.type] and subtree_mass(joint.child) <= 0.0:
+        if JOINT_TYPES[joint.type] and not carries[joint.child]:
             raise URDFError(source, f"joint '{joint.name}'",
                             f"moves link '{joint.child}' whose subtree has no mass or rotational inertia "
                             "(the mass matrix would be singular); give it an <inertial> or make the joint fixed")
