@@ -487,7 +487,7 @@ def test_diverging_state_stops_rk4_at_the_start_of_the_failing_step(cache, backe
 
 def test_generated_c_shares_subexpressions_and_compiles_cleanly(tmp_path):
     source = generate_c_source(pendulum())
-    for function in ("void mb_evaluate(", "void mb_dynamics("):
+    for function in ("void mb_other_outputs(", "void mb_dynamics("):
         body = source.split(function)[1].split("\n}\n")[0]
         assert body.count("sin(q[0])") == 1, function
     assert "θ" not in source and "joint[0]" not in source and "m bob" not in source

@@ -10,7 +10,7 @@ double; ``z`` are the electrical states, motor currents, possibly none):
   constrained models), or only the electrical states' decay rates (only where there are some),
   of the same layout (each with its own CSE, so cheaper);
 * ``int mb_forward_dynamics(q, u, z, inputs, params, t, double *qdot, double *udot, double *zdot,
-  double *lam, const double *enabled)``: solves ``M u' = F`` (Cholesky) or, with constraints,
+  double *lam, const double *enabled)``: solves ``M u' = F`` (``M = L^T L`` along the tree of M's sparsity, no fill-in) or, with constraints,
   ``[M A^T; A 0][u'; lam] = [F; -c]`` through the Schur complement ``A M^-1 A^T``, the
   multipliers into ``lam`` (untouched without constraints; the generalized constraint forces are
   ``-A^T lam``), and z'; returns 0 or 1, 2, or 5 for a spring-damper shorter than
@@ -58,7 +58,7 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "7"
+GENERATOR_VERSION = "8"
 
 _SIGNATURE = ("const double *q, const double *u, const double *z, const double *inputs,\n"
               "    const double *params, double t")
@@ -71,9 +71,10 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     n_h, len_x = eom.n_holonomic, max(eom.n_q + eom.n_u + eom.n_z, 1)  # n_h <= n_c: checked by the layout
     report(progress, f"generating C for {eom.name}...")
     functions = [
-        ("mb_evaluate", "Every output of the model into out[].", OUTPUT_NAMES),
         ("mb_dynamics", "Only the dynamics blocks (M, F, qdot, A, b, c) into out[].",
          DYNAMICS_OUTPUTS),
+        ("mb_other_outputs", "The blocks mb_dynamics does not write into out[].",
+         tuple(name for name in OUTPUT_NAMES if name not in DYNAMICS_OUTPUTS)),
     ]
     if eom.n_z:
         functions.append(("mb_decay", "Only the electrical states' decay rates into out[].",
@@ -84,9 +85,10 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     return "\n".join([
         _header(eom, layout, projection),
         _FORCE_LAW if eom.force_laws else "",
-        *(_c_function(name, doc, straight_line_program(eom, names, progress),
+        *(_c_function(name, doc, straight_line_program(eom, names, progress, eliminate=False),
                       layout.indices(names)) for name, doc, names in functions),
-        _linear_algebra(eom.n_u, eom.n_constraints, n_h),
+        _EVALUATE,
+        _linear_algebra(eom.n_u, eom.n_constraints, n_h, speed_parents(eom.outputs["mass_matrix"])),
         _forward_dynamics(eom.n_u, eom.n_constraints, len(eom.spring_names)),
         _projection(projection, n_h, eom.n_constraints, len_x),
         _integrator(eom.n_z, len_x, max(eom.n_constraints, 1)),
@@ -158,19 +160,39 @@ def _index_list(indices: tuple[int, ...]) -> str:
     return ", ".join(map(str, indices)) or "none"
 
 
-def _linear_algebra(n_u: int, n_c: int, n_h: int) -> str:
-    """Cholesky helpers, plus what the constrained solver and the projection need, if anything."""
+def speed_parents(mass_matrix: sympy.Matrix) -> list[int]:
+    """The tree of the mass matrix's sparsity: per speed k, the largest l < k with M[k, l] not
+    identically zero (-1: none), so every such l lies on k's chain of parents and an L^T L
+    factorization from the last speed up makes no fill-in (Featherstone's LTL).  A pattern that
+    is no tree gives the chain k - 1 (the dense factorization)."""
+    n = mass_matrix.shape[0]
+    coupled = [{l for l in range(k) if mass_matrix[k, l] != 0} for k in range(n)]
+    parents = [max(c) if c else -1 for c in coupled]
+    for k in range(n):
+        chain, l = set(), parents[k]
+        while l >= 0:
+            chain.add(l)
+            l = parents[l]
+        if not coupled[k] <= chain:
+            return list(range(-1, n - 1))
+    return parents
+
+
+def _linear_algebra(n_u: int, n_c: int, n_h: int, parents: list[int]) -> str:
+    """The tree-sparse factorization of M, plus what the constrained solver and the projection
+    need (dense Cholesky for their small matrices), if anything."""
+    mass = _MASS_FACTOR.substitute(parents=", ".join(map(str, parents)) or "-1")
     if not n_c:
-        return _CHOLESKY
+        return mass
     least_norm = _LEAST_NORM.substitute(len_gram=n_h * n_h) if n_h else ""
-    return "\n".join([_CHOLESKY, _DOT, _ENABLED, least_norm,
+    return "\n".join([mass, _CHOLESKY, _DOT, _ENABLED, least_norm,
                       _SCHUR.substitute(len_cu=n_c * n_u, len_cc=n_c * n_c)])
 
 
 def _forward_dynamics(n_u: int, n_c: int, n_springs: int) -> str:
     """mb_forward_dynamics, through the Schur complement if n_c > 0."""
     constrained = _CONSTRAINED if n_c else "    (void)lam; (void)enabled;\n"
-    return _FORWARD_DYNAMICS.substitute(len_uu=max(n_u * n_u, 1), constrained=constrained,
+    return _FORWARD_DYNAMICS.substitute(constrained=constrained,
                                         springs=_SPRING_CHECK if n_springs else "")
 
 
@@ -299,6 +321,57 @@ static void mb_cholesky_solve(const double *l, int n, double *b)
 }
 """
 
+_EVALUATE = """\
+/* Every output of the model into out[] (the dynamics blocks are compiled once, in mb_dynamics). */
+void mb_evaluate(const double *q, const double *u, const double *z, const double *inputs,
+    const double *params, double t, double *out)
+{
+    mb_dynamics(q, u, z, inputs, params, t, out);
+    mb_other_outputs(q, u, z, inputs, params, t, out);
+}
+"""
+
+_MASS_FACTOR = Template("""\
+/* Parent of each speed in the tree of M's sparsity (-1: none): M[k][l] != 0 for l < k only if
+ * l is on k's chain of parents. */
+static const int mb_speed_parent[MB_N_U > 0 ? MB_N_U : 1] = {$parents};
+
+/* In-place factorization M = L^T L of the row-major MB_N_U x MB_N_U mass matrix along the chains
+ * of parents, from the last speed up, so there is no fill-in (Featherstone, RBDA, table 6.3,
+ * with a square root: the cost is the sum over speeds of their depth squared).  L is left in
+ * the lower triangle (only the chain entries); returns 0, or 1 at a non-positive pivot. */
+static int mb_mass_factor(double *h)
+{
+    for (int k = MB_N_U - 1; k >= 0; --k) {
+        double *row = h + k * MB_N_U;
+        if (!(row[k] > 0.0))
+            return 1;
+        row[k] = sqrt(row[k]);
+        for (int i = mb_speed_parent[k]; i >= 0; i = mb_speed_parent[i])
+            row[i] /= row[k];
+        for (int i = mb_speed_parent[k]; i >= 0; i = mb_speed_parent[i])
+            for (int j = i; j >= 0; j = mb_speed_parent[j])
+                h[i * MB_N_U + j] -= row[i] * row[j];
+    }
+    return 0;
+}
+
+/* Solve L^T L x = b with L from mb_mass_factor; x overwrites b. */
+static void mb_mass_solve(const double *l, double *b)
+{
+    for (int i = MB_N_U - 1; i >= 0; --i) {
+        b[i] /= l[i * MB_N_U + i];
+        for (int j = mb_speed_parent[i]; j >= 0; j = mb_speed_parent[j])
+            b[j] -= l[i * MB_N_U + j] * b[i];
+    }
+    for (int i = 0; i < MB_N_U; ++i) {
+        for (int j = mb_speed_parent[i]; j >= 0; j = mb_speed_parent[j])
+            b[i] -= l[i * MB_N_U + j] * b[j];
+        b[i] /= l[i * MB_N_U + i];
+    }
+}
+""")
+
 _DOT = """\
 static double mb_dot(const double *a, const double *b, int n)
 {
@@ -365,15 +438,14 @@ int mb_forward_dynamics($signature, double *qdot, double *udot, double *zdot,
                         double *lam, const double *enabled)
 {
     double out[MB_N_OUT];
-    double l[$len_uu];
+    double *l = out + MB_OFFSET_MASS_MATRIX;  /* factorized in place */
     mb_dynamics(q, u, z, inputs, params, t, out);
 $springs    memcpy(qdot, out + MB_OFFSET_QDOT, sizeof(double) * MB_N_Q);
     memcpy(zdot, out + MB_OFFSET_ELECTRICAL_RATES, sizeof(double) * MB_N_Z);
-    memcpy(l, out + MB_OFFSET_MASS_MATRIX, sizeof(double) * MB_N_U * MB_N_U);
     memcpy(udot, out + MB_OFFSET_FORCING, sizeof(double) * MB_N_U);
-    if (mb_cholesky(l, MB_N_U))
+    if (mb_mass_factor(l))
         return 1;
-    mb_cholesky_solve(l, MB_N_U, udot);
+    mb_mass_solve(l, udot);
 $constrained    return 0;
 }
 """.replace("$signature", _SIGNATURE))
@@ -395,7 +467,7 @@ _SPRING_CHECK = """\
 """
 
 _SCHUR = Template("""\
-/* With l = chol(M) and the rows a_i of A (row-major, MB_N_CONSTRAINTS x MB_N_U): x := S^-1 x for
+/* With l from mb_mass_factor (M = L^T L) and the rows a_i of A (row-major, MB_N_CONSTRAINTS x MB_N_U): x := S^-1 x for
  * S = A M^-1 A^T over the enabled rows (a disabled row gets a unit row and column in S and
  * x_i = 0), then v -= M^-1 A^T x over the enabled rows (skipped, not multiplied by zero: a
  * disabled row may hold inf, and 0 * inf is NaN).  Returns 0, or 1 if the enabled part of S is
@@ -406,7 +478,7 @@ static int mb_schur_correction(const double *l, const double *a, double *x, doub
     double y[$len_cu], s[$len_cc];
     for (int i = 0; i < MB_N_CONSTRAINTS; ++i) {  /* y_i = M^-1 a_i */
         memcpy(y + i * MB_N_U, a + i * MB_N_U, sizeof(double) * MB_N_U);
-        mb_cholesky_solve(l, MB_N_U, y + i * MB_N_U);
+        mb_mass_solve(l, y + i * MB_N_U);
         if (!mb_enabled(enabled, i))
             x[i] = 0.0;
     }
@@ -512,7 +584,7 @@ static int mb_project_speeds(double *u, const double *out, const double *enabled
     const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
     double l[MB_N_U * MB_N_U], r[MB_N_CONSTRAINTS];
     memcpy(l, out + MB_OFFSET_MASS_MATRIX, sizeof(double) * MB_N_U * MB_N_U);
-    if (mb_cholesky(l, MB_N_U))
+    if (mb_mass_factor(l))
         return 4;
     for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
         r[i] = mb_dot(a + i * MB_N_U, u, MB_N_U) + out[MB_OFFSET_CONSTRAINT_BIAS + i];
@@ -587,10 +659,13 @@ static int mb_finish_step(double *x, const double *inputs, const double *params,
     return mb_all_finite(x, MB_N_STATE) ? 0 : 3;
 }
 
+/* x' at a stage; 3 if x is not finite (reported as such, not as the factorization it breaks). */
 static int mb_state_derivative(const double *x, const double *inputs, const double *params,
                                double t, double *xdot, const double *enabled)
 {
     double lam[$len_c];
+    if (!mb_all_finite(x, MB_N_STATE))
+        return 3;
     return mb_forward_dynamics(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, inputs, params, t, xdot,
                                xdot + MB_N_Q, xdot + MB_N_Q + MB_N_U, lam, enabled);
 }

@@ -1,8 +1,10 @@
 """Outputs of a model as a straight-line program: local assignments in order, then the outputs.
 
-Temporaries and the common subexpressions found by one ``sympy.cse`` over the temporaries'
-right-hand sides and all requested outputs become locals, so e.g. sin/cos of a coordinate are
-computed once per call for all outputs.  Every symbol is renamed to a program symbol with a safe
+Temporaries (and, where asked, the common subexpressions found by one ``sympy.cse`` over the
+temporaries' right-hand sides and all requested outputs) become locals, so e.g. sin/cos of a
+coordinate are computed once per call for all outputs.  The C backend does without ``cse``: the
+derivation's temporaries already share what the recursion shares, and the C compiler finds the
+rest, while ``cse`` takes seconds on a humanoid (measured: no slower per call on arm6 to G1).  Every symbol is renamed to a program symbol with a safe
 name (arguments ``q_0``, ``params_2``, ``t``; locals are Dummies), so printers never see the
 model's own names, which need not be identifiers.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sympy import Dummy, Expr, Symbol, cse, numbered_symbols, sympify
+from sympy import Dummy, Expr, Function, Symbol, cse, numbered_symbols, sympify
 
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
@@ -32,11 +34,11 @@ class StraightLineProgram:
 
 
 def straight_line_program(
-    eom: EquationsOfMotion, names: tuple[str, ...], progress: Progress = None,
+    eom: EquationsOfMotion, names: tuple[str, ...], progress: Progress = None, eliminate: bool = True,
 ) -> StraightLineProgram:
     """The elements of outputs `names` (row-major, in order) as a straight-line program.
 
-    Temporaries no requested output depends on are left out.
+    Temporaries no requested output depends on are left out; `eliminate` runs ``sympy.cse``.
 
     Raises
     ------
@@ -55,20 +57,35 @@ def straight_line_program(
                            "parameters and time")
     outputs = [sympify(e) for name in names for e in eom.outputs[name]]
     temporaries = _needed_temporaries(eom, outputs, set(rename))
-    report(progress, f"{eom.name}: eliminating common subexpressions of {len(temporaries)} "
-                     f"temporaries and {len(outputs)} output elements...")
+    if eliminate:
+        report(progress, f"{eom.name}: eliminating common subexpressions of {len(temporaries)} "
+                         f"temporaries and {len(outputs)} output elements...")
     start = time.perf_counter()
     locals_ = [Dummy(f"tmp{i}", **s.assumptions0) for i, (s, _) in enumerate(temporaries)]
     rename.update(zip((s for s, _ in temporaries), locals_))
     expressions = [sympify(e).xreplace(rename) for _, e in temporaries]
     expressions += [e.xreplace(rename) for e in outputs]
-    replacements, reduced = cse(expressions, symbols=numbered_symbols("cse", cls=Dummy),
-                                order="none")
+    replacements, reduced = (cse(expressions, symbols=numbered_symbols("cse", cls=Dummy), order="none")
+                             if eliminate else _hoist_calls(expressions))
     n = len(temporaries)
     assignments = _in_dependency_order(replacements, list(zip(locals_, reduced[:n])), reduced[n:])
     report(progress, f"{eom.name}: {len(assignments)} local assignments "
                      f"({time.perf_counter() - start:.1f} s)")
     return StraightLineProgram(arguments, assignments, reduced[n:])
+
+
+def _hoist_calls(expressions: list[Expr]) -> tuple[list[tuple[Symbol, Expr]], list[Expr]]:
+    """Each distinct function call (sin, cos, ...) as one local, inner calls first, like ``cse``'s
+    result: C compilers may not merge calls to functions that can set errno."""
+    calls = sorted({call for e in expressions for call in e.atoms(Function)}, key=lambda c: (c.count_ops(), str(c)))
+    locals_ = numbered_symbols("call", cls=Dummy)
+    replacements: list[tuple[Symbol, Expr]] = []
+    rename: dict[Expr, Symbol] = {}
+    for call in calls:
+        symbol = next(locals_)
+        replacements.append((symbol, call.xreplace(rename)))
+        rename[call] = symbol
+    return replacements, [e.xreplace(rename) for e in expressions]
 
 
 def _needed_temporaries(

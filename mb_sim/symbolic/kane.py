@@ -30,6 +30,7 @@ from sympy import Expr, Matrix, Rational, S, eye, zeros
 from sympy.physics.mechanics import Force, Point, ReferenceFrame
 
 from mb_sim.model import Gravity, PrismaticJoint, Robot
+from mb_sim.symbolic.composite import mass_matrix_and_forcing
 from mb_sim.symbolic.plain import PlainSymbols
 from mb_sim.symbolic.temporaries import Temporaries
 
@@ -52,6 +53,8 @@ class LinkKinematics:
     acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
     parent: str | None = None
     rotation_from_parent: Matrix | None = None  # parent <- link
+    own_speeds: list[int] = field(default_factory=list)  # the joint's speeds (indices into u)
+    moves: bool = False  # whether any speed moves the link
 
 
 @dataclass
@@ -144,10 +147,7 @@ class _Recursion:
         w = t.matrix(w_p_here + w_rel, f"angular velocity of {name}")
         v = t.matrix(Et * (p.velocity + _cross(p.angular_velocity, r) + v_rel), f"velocity of {name} origin")
         own_u = [plain.plain(u) for u in joint.u]
-        w_partials = {k: t.matrix(Et * wk, f"partial angular velocity of {name}")
-                      for k, wk in p.angular_partials.items()}
-        v_partials = {k: t.matrix(Et * (p.partials[k] + _cross(p.angular_partials[k], r)),
-                                  f"partial velocity of {name}") for k in p.partials}
+        w_partials, v_partials = {}, {}  # the joint's own speeds only: see composite.py
         for dynamic, u in zip(joint.u, own_u):
             k = self.speed_index[dynamic]
             w_partials[k] = t.matrix(w_rel.diff(u), f"partial angular velocity of {name}")
@@ -160,8 +160,9 @@ class _Recursion:
                        f"acceleration bias of {name} origin")
         R = t.matrix(p.rotation * E, f"world rotation of {name}")
         position = t.matrix(p.position + p.rotation * r, f"world position of {name}")
+        own = [self.speed_index[dynamic] for dynamic in joint.u]
         self.links[name] = LinkKinematics(R, position, w, v, w_partials, v_partials, alpha_b, a_b,
-                                          joint.parent.name, E)
+                                          joint.parent.name, E, own, bool(own) or p.moves)
 
     # -- loads --------------------------------------------------------------------------------
     def in_link(self, components: Matrix, source: str, target: str) -> Matrix:
@@ -183,25 +184,6 @@ class _Recursion:
             total = total + self.in_link(dcm * self.plain.convert_matrix(components), link, target)
         return total
 
-    def generalized_active_forces(self, n_u: int) -> list[Expr]:
-        forces = [S.Zero] * n_u
-        for load in self.robot.system.loads:
-            if isinstance(load, Force):
-                link, offset = self.locate(load.point)
-                kin = self.links[link]
-                f = self.temps.matrix(self.vector_in_link(load.vector, link), f"force on {load.point}")
-                for k, vk in kin.partials.items():
-                    forces[k] += _dot(vk + _cross(kin.angular_partials[k], offset), f)
-            else:
-                if load.frame not in self.frames:
-                    raise ValueError(f"torque on frame {load.frame}, which no link owns")
-                link, _ = self.frames[load.frame]
-                kin = self.links[link]
-                tau = self.temps.matrix(self.vector_in_link(load.vector, link), f"torque on {load.frame}")
-                for k, wk in kin.angular_partials.items():
-                    forces[k] += _dot(wk, tau)
-        return forces
-
 
 def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEquations:
     """M, F, energies and link kinematics of `robot` (define steps already run)."""
@@ -210,39 +192,22 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
     rec = _Recursion(robot, plain, temps)
     rec.run_kinematics()
     n_u = len(robot.system.u)
-    forcing = rec.generalized_active_forces(n_u)
-    mass = zeros(n_u, n_u)
+    mass, forcing = mass_matrix_and_forcing(rec, robot, temps, n_u)
     kinetic, potential = S.Zero, S.Zero
     gravity = next((Matrix(g.components) for g in robot.load_groups if isinstance(g, Gravity)), ZERO3)
     for name, link in robot.links.items():
         if link.body is None:
             continue
-        kin, t = rec.links[name], temps
+        kin = rec.links[name]
         m = link.body.mass
         c = rec.points[link.body.masscenter][1]
-        inertia = link.inertia_matrix
         w = kin.angular_velocity
-        Iw = t.matrix(inertia * w, f"inertia times angular velocity of {name}")
-        vc = t.matrix(kin.velocity + _cross(w, c), f"mass centre velocity of {name}")
-        ac_b = t.matrix(kin.acceleration_bias + _cross(kin.angular_acceleration_bias, c) + _cross(w, _cross(w, c)),
-                        f"mass centre acceleration bias of {name}")
-        h_b = t.matrix(inertia * kin.angular_acceleration_bias + _cross(w, Iw), f"inertia torque bias of {name}")
-        vc_k = {k: t.matrix(vk + _cross(kin.angular_partials[k], c), f"mass centre partial velocity of {name}")
-                for k, vk in kin.partials.items()}
-        Iw_k = {k: t.matrix(inertia * wk, f"inertia times partial angular velocity of {name}")
-                for k, wk in kin.angular_partials.items()}
-        for k in vc_k:
-            forcing[k] -= m * _dot(vc_k[k], ac_b) + _dot(kin.angular_partials[k], h_b)
-            for l in vc_k:
-                if l >= k:
-                    mass[k, l] += m * _dot(vc_k[k], vc_k[l]) + _dot(kin.angular_partials[k], Iw_k[l])
+        Iw = temps.matrix(link.inertia_matrix * w, f"inertia times angular velocity of {name}")
+        vc = temps.matrix(kin.velocity + _cross(w, c), f"mass centre velocity of {name}")
         kinetic += Rational(1, 2) * (m * _dot(vc, vc) + _dot(w, Iw))
         potential -= m * _dot(gravity, kin.position + kin.rotation * c)
     for component in robot.walk():  # rotor inertias reflected through gears
         for speed, inertia in component.reflected_inertia():
             k = rec.speed_index[speed]
             mass[k, k] += plain.convert(inertia)
-    for k in range(n_u):
-        for l in range(k):
-            mass[k, l] = mass[l, k]
-    return KaneEquations(mass, Matrix(n_u, 1, list(forcing)), rec.links, kinetic, potential)  # a column even if empty
+    return KaneEquations(mass, forcing, rec.links, kinetic, potential)  # a column even if empty

@@ -1,0 +1,253 @@
+"""Kane's mass matrix and forcing by composite bodies and subtree wrenches.
+
+Summing ``m vc_k . vc_l + w_k . I w_l`` body by body costs, per body, the square of the number
+of speeds above it; a humanoid's 35 speeds then give megabytes of C.  The same sums regroup by
+subtree (the composite-rigid-body idea, in Kane's terms): every body below joint ``i`` moves
+rigidly with ``i``'s speeds, so with each joint's partial twist ``s_k = (w_k, v0_k)`` (world
+components; ``v0_k`` the partial velocity of the body point at the reference point ``p0``) and
+the composite inertia of the subtree below ``i`` (mass ``m``, first moment ``h``, inertia ``J``
+about ``p0``)
+
+    M_kl = w_l . (J w_k + h x v0_k) + v0_l . (m v0_k + w_k x h)     (l at or above k's joint)
+    F_k  = w_k . n_i + v0_k . f_i
+
+where ``(f_i, n_i)`` is the subtree's resultant wrench about ``p0``: applied loads minus the
+inertia forces that do not depend on u' (``m ac_b`` at each mass centre, ``I alpha_b + w x I w``).
+Subtree sums are plain additions in world components, so M costs one dot product per entry and
+F one per speed.  A pair of equal and opposite loads between a link and its parent (a joint's
+effort, damping, stop) acts only on that joint's own speeds and is added there directly.
+
+``p0`` is the origin of the first moving link whose position depends on the coordinates (a
+floating base), else the world origin: moments about a point that travels with the robot keep
+their rounding independent of how far it has gone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sympy import Expr, Matrix, S, zeros
+from sympy.physics.mechanics import Force, Vector
+
+from mb_sim.symbolic.temporaries import Temporaries
+
+__all__ = ["mass_matrix_and_forcing"]
+
+ZERO3 = Matrix([0, 0, 0])
+
+
+def _cross(a: Matrix, b: Matrix) -> Matrix:
+    return Matrix([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def _dot(a: Matrix, b: Matrix) -> Expr:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@dataclass
+class _Subtree:
+    """Composite inertia and resultant wrench of a link and everything below it (world
+    components, about the reference point)."""
+
+    mass: Expr = S.Zero
+    moment: Matrix = field(default_factory=lambda: ZERO3)  # first moment of mass, h
+    inertia: Matrix = field(default_factory=lambda: zeros(3, 3))  # J about the reference point
+    force: Matrix = field(default_factory=lambda: ZERO3)
+    torque: Matrix = field(default_factory=lambda: ZERO3)
+
+    def add(self, other: "_Subtree") -> None:
+        self.mass += other.mass
+        self.moment += other.moment
+        self.inertia += other.inertia
+        self.force += other.force
+        self.torque += other.torque
+
+    def named(self, temps: Temporaries, link: str) -> "_Subtree":
+        return _Subtree(temps.scalar(self.mass, f"mass of the subtree of {link}"),
+                        temps.matrix(self.moment, f"first moment of the subtree of {link}"),
+                        temps.matrix(self.inertia, f"inertia of the subtree of {link} about the reference point"),
+                        temps.matrix(self.force, f"resultant force on the subtree of {link}"),
+                        temps.matrix(self.torque, f"resultant torque on the subtree of {link}"))
+
+
+class _Composite:
+    """One pass over the tree of a :class:`~mb_sim.symbolic.kane._Recursion` (kinematics run)."""
+
+    def __init__(self, rec, robot, temps: Temporaries) -> None:
+        self.rec, self.robot, self.temps = rec, robot, temps
+        self.own: dict[str, _Subtree] = {name: _Subtree() for name in rec.links}
+        self.reference = self._reference_point()
+        self.twists: dict[int, tuple[Matrix, Matrix]] = {}
+        self.pair_forces: dict[int, Expr] = {}
+
+    def _reference_point(self) -> Matrix:
+        plain_q = set(self.rec.plain.q)
+        for kin in self.rec.links.values():
+            if kin.own_speeds and kin.position.free_symbols & plain_q:
+                return kin.position
+        return ZERO3
+
+    def relative(self, position: Matrix, meaning: str) -> Matrix:
+        return self.temps.matrix(position - self.reference, meaning)
+
+    # -- partial twists ------------------------------------------------------------------------
+    def joint_twists(self) -> None:
+        """``(w_k, v0_k)`` in world components for every speed, from its joint's child link."""
+        t = self.temps
+        for name, kin in self.rec.links.items():
+            if not kin.own_speeds:
+                continue
+            arm = self.relative(kin.position, f"origin of {name} from the reference point")
+            for k in kin.own_speeds:
+                w = t.matrix(kin.rotation * kin.angular_partials[k], f"partial angular velocity of {name} (world)")
+                v0 = t.matrix(kin.rotation * kin.partials[k] - _cross(w, arm),
+                              f"partial velocity of {name} at the reference point (world)")
+                self.twists[k] = (w, v0)
+
+    # -- bodies and loads ------------------------------------------------------------------------
+    def bodies(self) -> None:
+        """Each body's inertia about the reference point and its u'-free inertia wrench."""
+        t = self.temps
+        for name, link in self.robot.links.items():
+            if link.body is None:
+                continue
+            kin = self.rec.links[name]
+            if not self._moves(name):
+                continue
+            m, R, I = link.body.mass, kin.rotation, link.inertia_matrix
+            c = self.rec.points[link.body.masscenter][1]
+            w = kin.angular_velocity
+            d = self.relative(kin.position + R * c, f"mass centre of {name} from the reference point")
+            Iw = t.matrix(I * w, f"inertia times angular velocity of {name}")
+            ac_b = kin.acceleration_bias + _cross(kin.angular_acceleration_bias, c) + _cross(w, _cross(w, c))
+            f = t.matrix(-m * (R * ac_b), f"inertia force bias of {name} (world)")
+            n = t.matrix(_cross(d, f) - R * (I * kin.angular_acceleration_bias + _cross(w, Iw)),
+                         f"inertia torque bias of {name} about the reference point (world)")
+            RI = t.matrix(R * I, f"rotation times inertia of {name}")
+            I_world = t.matrix(_symmetric(lambda i, j: sum(RI[i, k] * R[j, k] for k in range(3))),
+                               f"central inertia of {name} (world)")
+            own = self.own[name]
+            own.mass += m
+            own.moment += m * d
+            own.inertia += I_world + m * (_dot(d, d) * Matrix.eye(3) - d * d.T)
+            own.force += f
+            own.torque += n
+
+    def _moves(self, name: str) -> bool:
+        """Whether any speed moves link `name` (bodies on the fixed root subtree do not count)."""
+        return self.rec.links[name].moves
+
+    def loads(self) -> None:
+        """Applied loads: joint pairs onto their joint's speeds, the rest onto their link."""
+        loads = list(self.robot.system.loads)
+        i = 0
+        while i < len(loads):
+            if i + 1 < len(loads) and self._joint_pair(loads[i], loads[i + 1]):
+                i += 2
+                continue
+            self._load(loads[i])
+            i += 1
+
+    def _joint_pair(self, load, reaction) -> bool:
+        """Add `load` and `reaction` as one joint's generalized force when they are equal and
+        opposite on a link and its parent at one point (or torques); False if they are not."""
+        if isinstance(load, Force) != isinstance(reaction, Force) or load.vector + reaction.vector != Vector(0):
+            return False
+        if isinstance(load, Force):
+            (link, offset), (parent, _) = self.rec.locate(load.point), self.rec.locate(reaction.point)
+            if load.point.pos_from(reaction.point) != Vector(0):
+                return False
+        else:
+            if load.frame not in self.rec.frames or reaction.frame not in self.rec.frames:
+                return False
+            link, parent, offset = self.rec.frames[load.frame][0], self.rec.frames[reaction.frame][0], None
+        kin = self.rec.links[link]
+        if kin.parent != parent or parent == link:
+            return False
+        vector = self.temps.matrix(self.rec.vector_in_link(load.vector, link), f"joint load on {link}")
+        for k in kin.own_speeds:
+            if offset is None:
+                partial = kin.angular_partials[k]
+            else:
+                partial = kin.partials[k] + _cross(kin.angular_partials[k], offset)
+            self.pair_forces[k] = self.pair_forces.get(k, S.Zero) + _dot(partial, vector)
+        return True
+
+    def _load(self, load) -> None:
+        root = self.robot.root_link.name
+        if isinstance(load, Force):
+            link, offset = self.rec.locate(load.point)
+            if not self._moves(link):
+                return
+            kin = self.rec.links[link]
+            f = self.temps.matrix(self.rec.vector_in_link(load.vector, root), f"force on {load.point} (world)")
+            arm = self.relative(kin.position + kin.rotation * offset, f"point {load.point} from the reference point")
+            self.own[link].force += f
+            self.own[link].torque += _cross(arm, f)
+        else:
+            if load.frame not in self.rec.frames:
+                raise ValueError(f"torque on frame {load.frame}, which no link owns")
+            link = self.rec.frames[load.frame][0]
+            if self._moves(link):
+                self.own[link].torque += self.temps.matrix(self.rec.vector_in_link(load.vector, root),
+                                                           f"torque on {load.frame} (world)")
+
+    # -- subtrees -----------------------------------------------------------------------------
+    def subtrees(self) -> dict[str, _Subtree]:
+        """Every link's subtree sums, leaves first, each a set of temporaries."""
+        totals: dict[str, _Subtree] = {}
+        children: dict[str, list[str]] = {name: [] for name in self.rec.links}
+        for name, kin in self.rec.links.items():
+            if kin.parent is not None:
+                children[kin.parent].append(name)
+        for name in reversed(list(self.rec.links)):
+            if not self._moves(name):
+                continue
+            total = _Subtree()
+            total.add(self.own[name])
+            for child in children[name]:
+                total.add(totals[child])
+            totals[name] = total.named(self.temps, name)
+        return totals
+
+    def ancestor_speeds(self, name: str) -> list[int]:
+        """Speeds of the joints from link `name` up to the root (its own first)."""
+        speeds: list[int] = []
+        while name is not None:
+            kin = self.rec.links[name]
+            speeds.extend(kin.own_speeds)
+            name = kin.parent
+        return speeds
+
+
+def _symmetric(entry) -> Matrix:
+    matrix = zeros(3, 3)
+    for i in range(3):
+        for j in range(i, 3):
+            matrix[i, j] = matrix[j, i] = entry(i, j)
+    return matrix
+
+
+def mass_matrix_and_forcing(rec, robot, temps: Temporaries, n_u: int) -> tuple[Matrix, Matrix]:
+    """Kane's M and F (without reflected rotor inertias) of the robot whose kinematics `rec`
+    holds; see the module docstring."""
+    composite = _Composite(rec, robot, temps)
+    composite.joint_twists()
+    composite.bodies()
+    composite.loads()
+    totals = composite.subtrees()
+    mass, forcing = zeros(n_u, n_u), [S.Zero] * n_u
+    for name, kin in rec.links.items():
+        if not kin.own_speeds:
+            continue
+        total = totals[name]
+        above = composite.ancestor_speeds(name)
+        for position, k in enumerate(kin.own_speeds):
+            w, v0 = composite.twists[k]
+            forcing[k] = _dot(w, total.torque) + _dot(v0, total.force) + composite.pair_forces.get(k, S.Zero)
+            f = temps.matrix(total.mass * v0 + _cross(w, total.moment), f"composite momentum of {name} per unit speed")
+            n = temps.matrix(total.inertia * w + _cross(total.moment, v0),
+                             f"composite angular momentum of {name} per unit speed")
+            for l in above[position:]:  # the joint's own speeds from k on, then those above
+                wl, v0l = composite.twists[l]
+                mass[k, l] = mass[l, k] = _dot(wl, n) + _dot(v0l, f)
+    return mass, Matrix(n_u, 1, forcing)
