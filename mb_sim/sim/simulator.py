@@ -431,17 +431,48 @@ class Simulator:
         return float(self.model.buffers.params[self.parameter_names.index(name)])
 
     def _tune_stops(self) -> None:
-        """Critically damped stops at STOP_FREQUENCY / dt, scaled by each joint's inertia."""
+        """Critically damped stops at STOP_FREQUENCY / dt, scaled by each joint's smallest
+        effective inertia (1 / (M^-1)_ii, the other joints free) over the neutral and the
+        derivation's generic configurations: M_ii alone overstates it in folded poses, where a
+        stop tuned from it is too stiff for RK4 at dt."""
         stops = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, JointLimitStop)]
         if not stops:
             return
-        self.model.evaluate_into(self.time)
-        mass = self.model.layout.view(self.model.buffers.out, "mass_matrix")
+        inertia = self._smallest_effective_inertia()
         omega = STOP_FREQUENCY / self.dt
         for stop in stops:
             speed = self._one_dof[stop.parent.name][1]
-            inertia = float(mass[speed, speed])
-            self.set_parameters({str(stop.k): inertia * omega**2, str(stop.c): 2.0 * inertia * omega})
+            self.set_parameters({str(stop.k): inertia[speed] * omega**2, str(stop.c): 2.0 * inertia[speed] * omega})
+
+    def _smallest_effective_inertia(self) -> np.ndarray:
+        """Per generalized speed, min over configurations of 1 / (M^-1)_ii (the state is kept)."""
+        model, b = self.model, self.model.buffers
+        state = b.q.copy(), b.u.copy()
+        try:
+            configurations = [state[0], *model.generic_configurations, *self._random_poses(state[0])]
+            inverse_diagonals = [np.diag(np.linalg.inv(model.evaluate(q, np.zeros(model.n_u), b.inputs, b.params)["mass_matrix"]))
+                                 for q in configurations]
+        finally:
+            b.q[:], b.u[:] = state
+        return 1.0 / np.max(inverse_diagonals, axis=0)
+
+    def _random_poses(self, neutral: np.ndarray, count: int = 8) -> list[np.ndarray]:
+        """Seeded poses with every one-DoF joint drawn inside its limits (within +-pi), the
+        other coordinates at `neutral`."""
+        rng = np.random.default_rng(20261123)
+        ranges = []
+        for name, (coordinate, _) in self._one_dof.items():
+            limit = self.robot.joints[name].joint_description.limit
+            lower = -np.pi if limit.lower is None else max(limit.lower, -np.pi)
+            upper = np.pi if limit.upper is None else min(limit.upper, np.pi)
+            ranges.append((coordinate, lower, max(lower, upper)))
+        poses = []
+        for _ in range(count):
+            q = neutral.copy()
+            for coordinate, lower, upper in ranges:
+                q[coordinate] = rng.uniform(lower, upper)
+            poses.append(q)
+        return poses
 
     # -- time stepping ------------------------------------------------------------------------
     def step(self) -> None:
