@@ -359,7 +359,9 @@ static int mb_mass_factor(double *h)
 /* Solve L^T L x = b with L from mb_mass_factor; x overwrites b. */
 static void mb_mass_solve(const double *l, double *b)
 {
-    for (int i = MB_N_U - 1; i >= 0; --i) {
+    for (int i = MB_N_U - 1; i >= 0; --i) {  /* zeros skipped: a constraint row is sparse */
+        if (b[i] == 0.0)
+            continue;
         b[i] /= l[i * MB_N_U + i];
         for (int j = mb_speed_parent[i]; j >= 0; j = mb_speed_parent[j])
             b[j] -= l[i * MB_N_U + j] * b[i];

@@ -2,7 +2,7 @@
 
 For each link (parents first) the recursion computes, in link-frame components: the world
 rotation R and origin position p, the angular velocity w and origin velocity v, their partial
-velocities with respect to every generalized speed (w_k, v_k), and the parts of the angular and
+velocities with respect to the joint's own speeds (w_k, v_k), and the parts of the angular and
 origin accelerations that do not depend on u' (alpha_bias, a_bias).  With the joint's local
 kinematics (rotation E parent <- child, offset r, relative angular velocity w_rel, relative
 velocity v_rel), in components:
@@ -12,15 +12,11 @@ velocity v_rel), in components:
     alpha_b = E^T alpha_b,p + dw_rel/dt|b + (E^T w_p) x w_rel
     a_b     = E^T (a_b,p + alpha_b,p x r + w_p x (w_p x r) + 2 w_p x v_rel + dv_rel/dt|b)
 
-where ``|b`` means the derivative without its u' terms.  Kane's equations Fr + Fr* = 0 then
-give M u' = F with
-
-    M_kl = sum_i m_i vc_ik . vc_il + w_ik . I_i w_il
-    F_k  = sum_loads (v_Pk . f + w_k . tau) - sum_i m_i vc_ik . ac_b,i + w_ik . (I_i alpha_b,i + w_i x I_i w_i)
-
-(vc, ac: velocity and acceleration of the mass centre).  Every quantity becomes a temporary, so
-expression size grows with the number of links times the number of speeds above each link,
-not exponentially with depth as fully expanded expressions do.
+where ``|b`` means the derivative without its u' terms.  The partial velocities are those of the
+joint's own speeds (the joint's motion subspace); Kane's equations Fr + Fr* = 0 then give
+M u' = F, assembled subtree by subtree in :mod:`mb_sim.symbolic.composite` (composite bodies for
+M, resultant wrenches for F), so expression size grows with the number of links times their
+depth, not with the depth squared as body-by-body sums do.
 """
 from __future__ import annotations
 
@@ -47,8 +43,8 @@ class LinkKinematics:
     position: Matrix  # world coordinates of the link origin
     angular_velocity: Matrix
     velocity: Matrix
-    angular_partials: dict[int, Matrix] = field(default_factory=dict)
-    partials: dict[int, Matrix] = field(default_factory=dict)
+    angular_partials: dict[int, Matrix] = field(default_factory=dict)  # by own speed index
+    partials: dict[int, Matrix] = field(default_factory=dict)  # of the origin, by own speed index
     angular_acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
     acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
     parent: str | None = None
