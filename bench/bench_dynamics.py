@@ -29,7 +29,7 @@ from pinocchio_reference import (  # noqa: E402
 )
 
 TARGETS = """targets: arm6 cold <= 10 s, warm <= 0.3 s, fd ratio <= 1.0, RK4 step <= 8 us;
-         Solo12 and 12-link chain: cold <= 120 s, fd ratio <= 2.0;
+         Solo12 and 12-link chain: cold <= 120 s, fd ratio <= 2.0; humanoids cold <= 60 s, fd ratio <= 1.0;
          four_bar and slider_crank: cold <= 10 s"""
 #: Mechanisms with loop joints or springs, from urdf/ and test/urdf/: initial joint speeds, and
 #: whether the motion keeps its energy (no damping, no joint stops reached).
@@ -54,6 +54,18 @@ def chain_urdf(n: int) -> str:
                       f'<origin xyz="0 0 {z}"/><axis xyz="{axis}"/>'
                       '<limit lower="-3" upper="3" effort="100" velocity="5"/></joint>')
     return f'<robot name="chain{n}">' + "".join(links + joints) + "</robot>"
+
+
+#: Humanoids on a floating base (example-robot-data path, base link), for --humanoids.
+HUMANOIDS = (("g1", "g1_description/urdf/g1_29dof_rev_1_0.urdf", "pelvis"),
+             ("talos_reduced", "talos_data/robots/talos_reduced.urdf", "base_link"),
+             ("talos_full", "talos_data/robots/talos_full_v2.urdf", "base_link"))
+
+
+def humanoids() -> list[tuple[str, str]]:
+    """(name, URDF text with a floating base) of the humanoids."""
+    erd = example_robot_data_dir()
+    return [(name, with_floating_base((erd / path).read_text(), base)) for name, path, base in HUMANOIDS]
 
 
 def robots(quick: bool) -> list[tuple[str, str]]:
@@ -167,14 +179,16 @@ def mechanisms() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="arm6, Panda, Solo12 and chains of 2, 6, 12 only")
+    parser.add_argument("--humanoids", action="store_true",
+                        help="also G1 (35 DoF), Talos reduced (38) and Talos full (50, mimic grippers), floating")
     args = parser.parse_args()
     print(f"mb_sim dynamics benchmark (pinocchio {pin.__version__}); {TARGETS}")
-    header = f"{'robot':10s} {'dof':>4s} {'cold [s]':>9s} {'warm [s]':>9s} {'fd [us]':>8s} " \
+    header = f"{'robot':14s} {'dof':>4s} {'cold [s]':>9s} {'warm [s]':>9s} {'fd [us]':>8s} " \
              f"{'aba [us]':>9s} {'ratio':>6s} {'RK4 step [us]':>14s}"
     print(header)
-    for name, xml in robots(args.quick):
+    for name, xml in robots(args.quick) + (humanoids() if args.humanoids else []):
         r = measure(name, xml)
-        print(f"{r['name']:10s} {r['dof']:4d} {r['cold']:9.2f} {r['warm']:9.3f} {r['fd'] * 1e6:8.2f} "
+        print(f"{r['name']:14s} {r['dof']:4d} {r['cold']:9.2f} {r['warm']:9.3f} {r['fd'] * 1e6:8.2f} "
               f"{r['pin'] * 1e6:9.2f} {r['fd'] / r['pin']:6.2f} {r['rk4'] * 1e6:14.2f}", flush=True)
     mechanisms()
 
