@@ -58,7 +58,7 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "8"
+GENERATOR_VERSION = "9"
 
 _SIGNATURE = ("const double *q, const double *u, const double *z, const double *inputs,\n"
               "    const double *params, double t")
@@ -181,7 +181,15 @@ def speed_parents(mass_matrix: sympy.Matrix) -> list[int]:
 def _linear_algebra(n_u: int, n_c: int, n_h: int, parents: list[int]) -> str:
     """The tree-sparse factorization of M, plus what the constrained solver and the projection
     need (dense Cholesky for their small matrices), if anything."""
-    mass = _MASS_FACTOR.substitute(parents=", ".join(map(str, parents)) or "-1")
+    chains, starts = [], [0]
+    for k in range(n_u):
+        l = parents[k]
+        while l >= 0:
+            chains.append(l)
+            l = parents[l]
+        starts.append(len(chains))
+    mass = _MASS_FACTOR.substitute(starts=", ".join(map(str, starts)), len_chains=max(len(chains), 1),
+                                   chains=", ".join(map(str, chains)) or "0")
     if not n_c:
         return mass
     least_norm = _LEAST_NORM.substitute(len_gram=n_h * n_h) if n_h else ""
@@ -332,45 +340,65 @@ void mb_evaluate(const double *q, const double *u, const double *z, const double
 """
 
 _MASS_FACTOR = Template("""\
-/* Parent of each speed in the tree of M's sparsity (-1: none): M[k][l] != 0 for l < k only if
- * l is on k's chain of parents. */
-static const int mb_speed_parent[MB_N_U > 0 ? MB_N_U : 1] = {$parents};
+/* The tree of M's sparsity: speed k's chain of parents (its parent, the parent's parent, ...) is
+ * mb_chain[mb_chain_start[k] .. mb_chain_start[k + 1]); M[k][l] != 0 for l < k only on it. */
+static const int mb_chain_start[MB_N_U + 1] = {$starts};
+static const int mb_chain[$len_chains] = {$chains};
 
-/* In-place factorization M = L^T L of the row-major MB_N_U x MB_N_U mass matrix along the chains
- * of parents, from the last speed up, so there is no fill-in (Featherstone, RBDA, table 6.3,
- * with a square root: the cost is the sum over speeds of their depth squared).  L is left in
- * the lower triangle (only the chain entries); returns 0, or 1 at a non-positive pivot. */
+/* In-place factorization M = L^T L of the row-major MB_N_U x MB_N_U mass matrix along the chains,
+ * from the last speed up, so there is no fill-in (Featherstone, RBDA, table 6.3, with a square
+ * root: the cost is the sum over speeds of their depth squared).  L is left in the lower triangle
+ * (only the chain entries); returns 0, or 1 at a non-positive pivot. */
 static int mb_mass_factor(double *h)
 {
     for (int k = MB_N_U - 1; k >= 0; --k) {
         double *row = h + k * MB_N_U;
+        const int *chain = mb_chain + mb_chain_start[k], n = mb_chain_start[k + 1] - mb_chain_start[k];
         if (!(row[k] > 0.0))
             return 1;
         row[k] = sqrt(row[k]);
-        for (int i = mb_speed_parent[k]; i >= 0; i = mb_speed_parent[i])
-            row[i] /= row[k];
-        for (int i = mb_speed_parent[k]; i >= 0; i = mb_speed_parent[i])
-            for (int j = i; j >= 0; j = mb_speed_parent[j])
-                h[i * MB_N_U + j] -= row[i] * row[j];
+        for (int a = 0; a < n; ++a)
+            row[chain[a]] /= row[k];
+        for (int a = 0; a < n; ++a) {  /* the chain of chain[a] is chain[a + 1 ..] */
+            double *target = h + chain[a] * MB_N_U;
+            for (int b = a; b < n; ++b)
+                target[chain[b]] -= row[chain[a]] * row[chain[b]];
+        }
     }
     return 0;
 }
 
-/* Solve L^T L x = b with L from mb_mass_factor; x overwrites b. */
-static void mb_mass_solve(const double *l, double *b)
+/* Solve L^T x = b with L from mb_mass_factor; x overwrites b.  Zeros of b are skipped: a
+ * constraint row is sparse, and only its entries' chains fill in. */
+static void mb_mass_solve_upper(const double *l, double *b)
 {
-    for (int i = MB_N_U - 1; i >= 0; --i) {  /* zeros skipped: a constraint row is sparse */
+    for (int i = MB_N_U - 1; i >= 0; --i) {
         if (b[i] == 0.0)
             continue;
-        b[i] /= l[i * MB_N_U + i];
-        for (int j = mb_speed_parent[i]; j >= 0; j = mb_speed_parent[j])
-            b[j] -= l[i * MB_N_U + j] * b[i];
+        const double *row = l + i * MB_N_U;
+        b[i] /= row[i];
+        for (int a = mb_chain_start[i]; a < mb_chain_start[i + 1]; ++a)
+            b[mb_chain[a]] -= row[mb_chain[a]] * b[i];
     }
+}
+
+/* Solve L x = b with L from mb_mass_factor; x overwrites b. */
+static void mb_mass_solve_lower(const double *l, double *b)
+{
     for (int i = 0; i < MB_N_U; ++i) {
-        for (int j = mb_speed_parent[i]; j >= 0; j = mb_speed_parent[j])
-            b[i] -= l[i * MB_N_U + j] * b[j];
-        b[i] /= l[i * MB_N_U + i];
+        const double *row = l + i * MB_N_U;
+        double s = b[i];
+        for (int a = mb_chain_start[i]; a < mb_chain_start[i + 1]; ++a)
+            s -= row[mb_chain[a]] * b[mb_chain[a]];
+        b[i] = s / row[i];
     }
+}
+
+/* Solve M x = L^T L x = b; x overwrites b. */
+static void mb_mass_solve(const double *l, double *b)
+{
+    mb_mass_solve_upper(l, b);
+    mb_mass_solve_lower(l, b);
 }
 """)
 
@@ -469,32 +497,38 @@ _SPRING_CHECK = """\
 """
 
 _SCHUR = Template("""\
-/* With l from mb_mass_factor (M = L^T L) and the rows a_i of A (row-major, MB_N_CONSTRAINTS x MB_N_U): x := S^-1 x for
- * S = A M^-1 A^T over the enabled rows (a disabled row gets a unit row and column in S and
- * x_i = 0), then v -= M^-1 A^T x over the enabled rows (skipped, not multiplied by zero: a
- * disabled row may hold inf, and 0 * inf is NaN).  Returns 0, or 1 if the enabled part of S is
- * not positive definite. */
+/* With l from mb_mass_factor (M = L^T L) and the rows a_i of A (row-major, MB_N_CONSTRAINTS x
+ * MB_N_U): x := S^-1 x for S = A M^-1 A^T = Z^T Z, Z = L^-T A^T, over the enabled rows (a disabled
+ * row gets a unit row and column in S and x_i = 0), then v -= M^-1 A^T x = L^-1 (Z x) over the
+ * enabled rows (skipped, not multiplied by zero: a disabled row may hold inf, and 0 * inf is
+ * NaN).  Each column of Z is one half solve of a sparse row.  Returns 0, or 1 if the enabled part
+ * of S is not positive definite. */
 static int mb_schur_correction(const double *l, const double *a, double *x, double *v,
                                const double *enabled)
 {
-    double y[$len_cu], s[$len_cc];
-    for (int i = 0; i < MB_N_CONSTRAINTS; ++i) {  /* y_i = M^-1 a_i */
-        memcpy(y + i * MB_N_U, a + i * MB_N_U, sizeof(double) * MB_N_U);
-        mb_mass_solve(l, y + i * MB_N_U);
-        if (!mb_enabled(enabled, i))
+    double z[$len_cu], s[$len_cc], w[MB_N_U];
+    for (int i = 0; i < MB_N_CONSTRAINTS; ++i) {  /* z_i = L^-T a_i */
+        memcpy(z + i * MB_N_U, a + i * MB_N_U, sizeof(double) * MB_N_U);
+        if (mb_enabled(enabled, i))
+            mb_mass_solve_upper(l, z + i * MB_N_U);
+        else
             x[i] = 0.0;
     }
     for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
         for (int j = 0; j <= i; ++j)
             s[i * MB_N_CONSTRAINTS + j] = mb_enabled(enabled, i) && mb_enabled(enabled, j)
-                ? mb_dot(a + i * MB_N_U, y + j * MB_N_U, MB_N_U) : (double)(i == j);
+                ? mb_dot(z + i * MB_N_U, z + j * MB_N_U, MB_N_U) : (double)(i == j);
     if (mb_cholesky(s, MB_N_CONSTRAINTS))
         return 1;
     mb_cholesky_solve(s, MB_N_CONSTRAINTS, x);
+    memset(w, 0, sizeof(w));
     for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
         if (mb_enabled(enabled, i))
             for (int k = 0; k < MB_N_U; ++k)
-                v[k] -= x[i] * y[i * MB_N_U + k];
+                w[k] += x[i] * z[i * MB_N_U + k];
+    mb_mass_solve_lower(l, w);
+    for (int k = 0; k < MB_N_U; ++k)
+        v[k] -= w[k];
     return 0;
 }
 """)
