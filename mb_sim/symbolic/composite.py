@@ -17,8 +17,8 @@ Subtree sums are plain additions in world components, so M costs one dot product
 F one per speed.  A pair of equal and opposite loads between a link and its parent (a joint's
 effort, damping, stop) acts only on that joint's own speeds and is added there directly.
 
-``p0`` is the origin of the first moving link whose position depends on the coordinates (a
-floating base), else the world origin: moments about a point that travels with the robot keep
+``p0`` is the origin of the first moving link if its position depends on the coordinates (a
+floating or planar base), else the world origin: moments about a point that travels with the robot keep
 their rounding independent of how far it has gone.
 """
 from __future__ import annotations
@@ -81,9 +81,9 @@ class _Composite:
 
     def _reference_point(self) -> Matrix:
         plain_q = set(self.rec.plain.q)
-        for kin in self.rec.links.values():
-            if kin.own_speeds and kin.position.free_symbols & plain_q:
-                return kin.position
+        first = next((kin for kin in self.rec.links.values() if kin.own_speeds), None)
+        if first is not None and first.position.free_symbols & plain_q:
+            return first.position
         return ZERO3
 
     def relative(self, position: Matrix, meaning: str) -> Matrix:
