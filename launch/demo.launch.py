@@ -6,6 +6,8 @@ Arguments:
                           without the rviz2 package, nothing starts (status 1, pass rviz:=false).
   real_time_factor        simulated seconds per wall-clock second; 0 runs as fast as possible
                           (default: 1.0).
+  strict                  true: refuse a URDF the loader would repair instead of loading it with
+                          the repairs logged (default: false).
   params_file             YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml).
   controller_params_file  YAML with mb_sim_demo_controller parameters
                           (default: share/mb_sim/config/demo_controller.yaml).
@@ -19,7 +21,7 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-SIM_ARGUMENTS = ("robot", "rviz", "real_time_factor", "params_file")
+SIM_ARGUMENTS = ("robot", "rviz", "real_time_factor", "strict", "params_file")
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -34,6 +36,9 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "real_time_factor", default_value="1.0",
             description="Simulated seconds per wall-clock second; 0 runs as fast as possible"),
+        DeclareLaunchArgument(
+            "strict", default_value="false",
+            description="Refuse a URDF the loader would repair instead of loading it with the repairs logged"),
         DeclareLaunchArgument(
             "params_file", default_value=PathJoinSubstitution([share, "config", "mb_sim.yaml"]),
             description="YAML file with mb_sim_node parameters"),

@@ -11,8 +11,10 @@ Arguments:
                           without the rviz2 package, nothing starts (status 1, pass rviz:=false).
   real_time_factor        simulated seconds per wall-clock second; 0 runs as fast as possible
                           (default: 1.0).
+  strict                  true: refuse a URDF the loader would repair instead of loading it with
+                          the repairs logged (default: false).
   params_file             YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
-                          the robot, world_frame and real_time_factor are set here.
+                          the robot, world_frame, real_time_factor and strict are set here.
   controller_params_file  YAML with mb_sim_diff_drive_controller parameters
                           (default: share/mb_sim/config/diff_drive_controller.yaml).
 
@@ -52,6 +54,9 @@ def generate_launch_description() -> LaunchDescription:
             "real_time_factor", default_value="1.0",
             description="Simulated seconds per wall-clock second; 0 runs as fast as possible"),
         DeclareLaunchArgument(
+            "strict", default_value="false",
+            description="Refuse a URDF the loader would repair instead of loading it with the repairs logged"),
+        DeclareLaunchArgument(
             "params_file", default_value=PathJoinSubstitution([config, "mb_sim.yaml"]),
             description="YAML file with mb_sim_node parameters"),
         DeclareLaunchArgument(
@@ -66,7 +71,8 @@ def generate_launch_description() -> LaunchDescription:
             parameters=[
                 LaunchConfiguration("params_file"),
                 {"urdf_file": "diff_drive", "world_frame": "odom",
-                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float)},
+                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
+                 "strict": ParameterValue(LaunchConfiguration("strict"), value_type=bool)},
             ],
         ),
         Node(

@@ -6,8 +6,11 @@ Arguments:
   rviz              true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: false);
                     without the rviz2 package, nothing starts (status 1, pass rviz:=false).
   real_time_factor  simulated seconds per wall-clock second; 0 runs as fast as possible (default: 1.0).
+  strict            true: refuse a URDF the loader would repair (inertias, a mimic on a fixed joint)
+                    instead of loading it with the repairs logged (default: false).
   params_file       YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
-                    robot and real_time_factor override its urdf_file and real_time_factor.
+                    robot, real_time_factor and strict override its urdf_file, real_time_factor
+                    and strict.
 
 Example: ros2 launch mb_sim sim.launch.py robot:=arm6 rviz:=true
 """
@@ -47,6 +50,9 @@ def generate_launch_description() -> LaunchDescription:
             "real_time_factor", default_value="1.0",
             description="Simulated seconds per wall-clock second; 0 runs as fast as possible"),
         DeclareLaunchArgument(
+            "strict", default_value="false",
+            description="Refuse a URDF the loader would repair instead of loading it with the repairs logged"),
+        DeclareLaunchArgument(
             "params_file", default_value=PathJoinSubstitution([config, "mb_sim.yaml"]),
             description="YAML file with mb_sim_node parameters"),
         OpaqueFunction(function=_require_rviz),  # before any process starts
@@ -58,7 +64,8 @@ def generate_launch_description() -> LaunchDescription:
             parameters=[
                 LaunchConfiguration("params_file"),
                 {"urdf_file": ParameterValue(LaunchConfiguration("robot"), value_type=str),
-                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float)},
+                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
+                 "strict": ParameterValue(LaunchConfiguration("strict"), value_type=bool)},
             ],
         ),
         Node(

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 LAUNCH_ARGUMENTS = {
-    "sim.launch.py": {"robot", "rviz", "real_time_factor", "params_file"},
-    "demo.launch.py": {"robot", "rviz", "real_time_factor", "params_file", "controller_params_file"},
-    "diff_drive.launch.py": {"rviz", "real_time_factor", "params_file", "controller_params_file"},
+    "sim.launch.py": {"robot", "rviz", "real_time_factor", "strict", "params_file"},
+    "demo.launch.py": {"robot", "rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
+    "diff_drive.launch.py": {"rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
 }
 #: Package files each launch file refers to (under share/mb_sim once installed).
 REFERENCED_FILES = {
@@ -68,6 +68,34 @@ def test_launch_file_refers_to_installed_package_files(repo, name):
     for path in referenced:
         assert (repo / path).is_file(), path
         assert any(fnmatch.fnmatch(path, pattern) for pattern in patterns), f"{path} is not installed by setup.py"
+
+
+def _node_parameter_dicts(source: str) -> list[ast.Dict]:
+    """The dict literals in ``parameters=[...]`` of the Node(...) calls starting mb_sim_node."""
+    dicts = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Node":
+            keywords = {k.arg: k.value for k in node.keywords}
+            if ast.literal_eval(keywords["executable"]) == "mb_sim_node":
+                dicts += [item for item in keywords["parameters"].elts if isinstance(item, ast.Dict)]
+    return dicts
+
+
+@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py"])
+def test_launch_files_forward_their_arguments_as_documented_node_parameters(repo, name):
+    """Every parameter a launch file sets is one config/mb_sim.yaml documents; strict is passed as a bool."""
+    documented = set(yaml.safe_load((repo / "config" / "mb_sim.yaml").read_text())["mb_sim"]["ros__parameters"])
+    (parameters,) = _node_parameter_dicts((repo / "launch" / name).read_text())
+    values = {ast.literal_eval(key): value for key, value in zip(parameters.keys, parameters.values)}
+    assert set(values) <= documented, set(values) - documented
+    assert ast.unparse(values["strict"]) == "ParameterValue(LaunchConfiguration('strict'), value_type=bool)"
+
+
+def test_demo_forwards_every_argument_of_the_simulation_launch_file(repo):
+    tree = ast.parse((repo / "launch" / "demo.launch.py").read_text())
+    (forwarded,) = [ast.literal_eval(node.value) for node in tree.body
+                    if isinstance(node, ast.Assign) and node.targets[0].id == "SIM_ARGUMENTS"]
+    assert set(forwarded) == LAUNCH_ARGUMENTS["sim.launch.py"]
 
 
 def test_rviz_config_shows_the_robot_from_its_description_topic_in_world(repo):

@@ -325,6 +325,44 @@ def test_parameters_out_of_their_bounds_are_refused_at_once(node_env):
         assert "Traceback" not in err, err
 
 
+# -- repairs and strict ----------------------------------------------------------------------------
+#: A link whose inertia has a rounding-level negative principal moment (-1e-7 of 1: printed with
+#: 7 digits), as test_inertia_policy's; the loader raises it to zero.
+ROUNDED_ARM = (
+    '<robot name="rounded"><link name="base"/><link name="b"><inertial><origin xyz="0 0 -0.5"/>'
+    '<mass value="1"/><inertia ixx="0.5" ixy="0.5000001" ixz="0" iyy="0.5" iyz="0" izz="1"/></inertial></link>'
+    '<joint name="j" type="revolute"><parent link="base"/><child link="b"/><axis xyz="0 1 0"/>'
+    '<limit lower="-1" upper="1" effort="10" velocity="5"/></joint></robot>')
+
+
+def test_the_start_log_lists_each_repair_once_and_strict_refuses_naming_the_link(tmp_path, node_env, nodes):
+    nodes.close()
+    path = tmp_path / "rounded.urdf"
+    path.write_text(ROUNDED_ARM)
+    process = start_node(node_env, "-p", f"urdf_file:={path}")
+    try:
+        deadline = time.monotonic() + 10
+        while not any("physics dt" in line for line in process.lines) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the last line of the start log
+        log = process.output
+    finally:
+        stop_node(process)
+    assert re.search(r"\[WARN\].*robot 'rounded' \(urdf_file\): 1 repair made while loading the URDF "
+                     r"\(strict:=true refuses them instead\):\n", log), log
+    (repair,) = [line for line in process.lines if "rounding-level negative principal moment" in line]  # once
+    assert "[WARN]" in repair and "repair: link 'b': inertia has rounding-level negative" in repair
+    assert "raised them to 0" in repair
+
+    refused = subprocess.run([str(NODE_EXE), "--ros-args", "-p", f"urdf_file:={path}", "-p", "strict:=true"],
+                             capture_output=True, text=True, timeout=60, env=node_env)
+    assert refused.returncode == 1, refused.stderr
+    assert "Traceback" not in refused.stderr, refused.stderr
+    (line,) = [line for line in refused.stderr.splitlines() if "link 'b'" in line]
+    assert line == refused.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"mb_sim_node: parameter strict: {path}: link 'b' <inertial>: inertia is not positive "
+                           "definite"), line
+
+
 # -- the pendulum, running in real time ---------------------------------------------------------
 @pytest.fixture
 def pendulum(nodes):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +36,7 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from mb_sim.codegen import CodegenError, FactorizationError
-from mb_sim.model import ComponentError
+from mb_sim.model import ComponentError, Robot, load_urdf
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
 from mb_sim.ros.commands import (
@@ -51,7 +53,7 @@ from mb_sim.ros.pacing import (
     steps_per_period,
 )
 from mb_sim.sim import SimulationError, Simulator
-from mb_sim.urdf import URDFError
+from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
 
@@ -73,6 +75,8 @@ PARAMETER_BOUNDS = {
     "publish_rate": (0.1, 10_000.0, "Hz"),
     "real_time_factor": (0.0, 1000.0, ""),
 }
+#: What a failed start-up reports as a bad parameter (one line, no traceback).
+STARTUP_ERRORS = (URDFError, ComponentError, CodegenError, SimulationError, ValueError, OSError)
 #: Most physics steps in one publish period (the sim time one tick advances at factor 1).
 MAX_PERIOD_STEPS = 100_000
 
@@ -96,6 +100,17 @@ def _descriptor(description: str, numeric: bool = False, bounded: str | None = N
         low, high, _ = PARAMETER_BOUNDS[bounded]
         descriptor.floating_point_range = [FloatingPointRange(from_value=low, to_value=high, step=0.0)]
     return descriptor
+
+
+def _repairable(source: str) -> bool:
+    """Whether the loader accepts `source` without ``strict`` (then strict refused a repair)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parse_urdf(source)
+    except (URDFError, ValueError, OSError):
+        return False
+    return True
 
 
 class SimulationNode(Node):
@@ -201,6 +216,9 @@ class SimulationNode(Node):
         self.declare_parameter("default_effort_limit", 0.0, _descriptor(
             "Effort limit [N m or N] for actuated joints whose URDF gives none; 0: such joints are not "
             "clamped (a warning names them).", numeric=True))
+        self.declare_parameter("strict", False, _descriptor(
+            "Refuse a URDF the loader would repair (inertias judged per moving body, rounding, a mimic on a fixed "
+            "joint) instead of loading it with the repairs logged."))
         self.declare_parameter("spring_force_scale", 10.0, _descriptor(
             "Spring-damper force [N] from which ~/springs shows a spring fully red (tension) or blue "
             "(compression); grey at zero force.", numeric=True))
@@ -220,6 +238,7 @@ class SimulationNode(Node):
         self.command_timeout = self._number("command_timeout", lambda v: v >= 0,
                                             "must be zero (no timeout) or positive")
         self.start_paused = self.get_parameter("start_paused").value is True
+        self.strict = self.get_parameter("strict").value is True
         self.world_frame = self._string("world_frame")
         self.frame_prefix = self._string("frame_prefix", allow_empty=True)
         self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
@@ -260,30 +279,65 @@ class SimulationNode(Node):
 
     def _load_simulator(self) -> str:
         """Create ``self.sim``; return the URDF text."""
-        text = self.get_parameter("robot_description").value
-        if text.strip():
-            parameter, source = "robot_description", text
-        else:
-            parameter = "urdf_file"
-            robot = self.get_parameter("urdf_file").value
-            try:
-                source = str(robot_path(robot))
-                text = Path(source).read_text()
-            except (OSError, UnicodeDecodeError) as err:
-                raise StartupError(f"parameter urdf_file: {err}") from None
+        parameter, source, text = self._robot_source()
         self.get_logger().info("loading the robot (a robot's first run derives and compiles its equations "
                                "of motion; later runs load them from the cache)")
+        robot = self._load_robot(parameter, source)
+        self._log_repairs(robot, parameter)
         try:
-            with warnings.catch_warnings(record=True) as caught:  # repairs, cache, limits: to the log
-                warnings.simplefilter("always")
-                self.sim = Simulator(source, dt=self.dt, backend=BACKEND, progress=self.get_logger().info,
+            with self._warnings_logged():  # cache, limits: to the log
+                self.sim = Simulator(robot, dt=self.dt, backend=BACKEND, progress=self.get_logger().info,
                                      **self._simulator_options())
-        except (URDFError, ComponentError, CodegenError, SimulationError, ValueError, OSError) as err:
+        except STARTUP_ERRORS as err:
             raise StartupError(f"parameter {parameter}: {err}") from None
-        finally:
-            for warning in dict.fromkeys(str(w.message) for w in caught):
-                self.get_logger().warning(warning)
         return text
+
+    def _robot_source(self) -> tuple[str, str, str]:
+        """(parameter naming the robot, path or URDF text for the loader, URDF text)."""
+        text = self.get_parameter("robot_description").value
+        if text.strip():
+            return "robot_description", text, text
+        robot = self.get_parameter("urdf_file").value
+        try:
+            source = str(robot_path(robot))
+            return "urdf_file", source, Path(source).read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            raise StartupError(f"parameter urdf_file: {err}") from None
+
+    def _load_robot(self, parameter: str, source: str) -> Robot:
+        """The robot model, loaded with ``strict``; a URDF that strict refuses but the loader would
+        repair is blamed on ``strict`` (the error names the link), any other bad URDF on `parameter`."""
+        try:
+            with self._warnings_logged(skip=RepairWarning):  # repairs: listed by _log_repairs
+                return load_urdf(source, strict=self.strict)
+        except STARTUP_ERRORS as err:
+            if self.strict and isinstance(err, URDFError) and _repairable(source):
+                raise StartupError(f"parameter strict: {err} (strict refuses what the loader would repair; "
+                                   "strict:=false loads it and logs the repair)") from None
+            raise StartupError(f"parameter {parameter}: {err}") from None
+
+    def _log_repairs(self, robot: Robot, parameter: str) -> None:
+        """One warning line saying how many repairs the loader made, then one per repair."""
+        repairs = robot.repairs
+        if not repairs:
+            return
+        log = self.get_logger()
+        log.warning(f"robot '{robot.name}' ({parameter}): {len(repairs)} repair{'s' if len(repairs) > 1 else ''} "
+                    "made while loading the URDF (strict:=true refuses them instead):")
+        for repair in repairs:
+            log.warning(f"repair: {repair}")
+
+    @contextmanager
+    def _warnings_logged(self, skip: type[Warning] | tuple = ()) -> Iterator[None]:
+        """Warnings raised inside (except `skip`) go to the node's log, each message once."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                kept = (str(w.message) for w in caught if not issubclass(w.category, skip))
+                for message in dict.fromkeys(kept):
+                    self.get_logger().warning(message)
 
     def _simulator_options(self) -> dict:
         """Simulator keyword arguments from parameters: ``default_effort_limit`` (0: none)."""
