@@ -128,10 +128,10 @@ class JointLimitStop(LoadGroupBase):
         pieces = []
         if "upper" in self.bounds:
             upper = self.bounds["upper"]
-            pieces.append((Min(0, -self.k * (q - upper) - self.c * u), q > upper))
+            pieces.append((Min(0, -self.k * (q - upper) - self.c * u, evaluate=False), q > upper))  # evaluating: 30 ms each
         if "lower" in self.bounds:
             lower = self.bounds["lower"]
-            pieces.append((Max(0, -self.k * (q - lower) - self.c * u), q < lower))
+            pieces.append((Max(0, -self.k * (q - lower) - self.c * u, evaluate=False), q < lower))
         effort = Piecewise(*pieces, (0, True))
         self.system.add_loads(*self.parent.generalized_force_loads(effort))
 
