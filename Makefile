@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ROBOT ?= arm6
 
-.PHONY: setup sim test bench clean
+.PHONY: setup sim test bench bench-plots clean
 
 setup:
 	@bash .ci/setup-env
@@ -15,8 +15,16 @@ sim: setup
 test: setup
 	@$(PY) -m pytest -q test
 
+# Benchmarks: MuJoCo (bench/requirements.txt) is installed here only, not by set-up (tests and CI do not
+# need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".
 bench: setup
-	@$(PY) -W ignore bench/bench_dynamics.py
+	@$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
+	@$(PY) -W ignore bench/bench_dynamics.py $(BENCH_ARGS)
+
+# The same plus the n-link chain sweep and its scaling plots (bench/results/scaling_*.png).
+bench-plots: setup
+	@$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
+	@$(PY) -W ignore bench/bench_dynamics.py --plots $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build install log .pytest_cache
