@@ -58,7 +58,7 @@ from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "9"
+GENERATOR_VERSION = "10"
 
 _SIGNATURE = ("const double *q, const double *u, const double *z, const double *inputs,\n"
               "    const double *params, double t")
@@ -354,15 +354,17 @@ static int mb_mass_factor(double *h)
     for (int k = MB_N_U - 1; k >= 0; --k) {
         double *row = h + k * MB_N_U;
         const int *chain = mb_chain + mb_chain_start[k], n = mb_chain_start[k + 1] - mb_chain_start[k];
+        double r[MB_N_U > 0 ? MB_N_U : 1];  /* row k's chain entries, held apart from h (no aliasing) */
         if (!(row[k] > 0.0))
             return 1;
         row[k] = sqrt(row[k]);
+        const double inverse = 1.0 / row[k];
         for (int a = 0; a < n; ++a)
-            row[chain[a]] /= row[k];
+            r[a] = row[chain[a]] *= inverse;
         for (int a = 0; a < n; ++a) {  /* the chain of chain[a] is chain[a + 1 ..] */
             double *target = h + chain[a] * MB_N_U;
             for (int b = a; b < n; ++b)
-                target[chain[b]] -= row[chain[a]] * row[chain[b]];
+                target[chain[b]] -= r[a] * r[b];
         }
     }
     return 0;
