@@ -35,7 +35,7 @@ from pathlib import Path
 import sympy
 
 from mb_sim.codegen.c_source import GENERATOR_VERSION
-from mb_sim.codegen.compiler import COMPILE_FLAGS, compile_shared_library
+from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_shared_library
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
@@ -141,7 +141,8 @@ def load_library(
     Raises
     ------
     CodegenError
-        Compiling fails or the fresh library cannot be loaded.
+        The source is too large to compile (:func:`~mb_sim.codegen.compiler.check_source_size`),
+        compiling fails or the fresh library cannot be loaded.
     """
     entry = _Entry.of(source, name, cache_directory(cache_dir))
     for path in remove_stale_temporaries(entry.directory):
@@ -157,6 +158,7 @@ def load_library(
             return entry.library, library
     elif entry.library.exists():
         report(progress, f"cached {entry.library} is stale or corrupt; rebuilding")
+    check_source_size(source, name)
     entry.build(source, progress)
     try:
         return entry.library, ctypes.CDLL(str(entry.library))

@@ -11,9 +11,17 @@ from pathlib import Path
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
-__all__ = ["COMPILE_FLAGS", "compiler_command", "compile_shared_library"]
+__all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library"]
 
 COMPILE_FLAGS = ("-std=c99", "-O2", "-shared", "-fPIC")
+#: The largest generated C source mb_sim compiles [bytes].  The generated functions are long
+#: straight-line code, and gcc's -O2 time and memory grow superlinearly with their length (register
+#: allocation, PRE, dead-store elimination).  Measured on 2 cores, gcc 12 -O2 (CPU time, memory):
+#: 0.25 MB 4 s 0.2 GB; 0.69 MB 26 s 0.9 GB; 0.99 MB 68 s 1.8 GB; 1.4 MB 126 s 3.0 GB; 2.0 MB
+#: 236 s 5.1 GB.  -O1 is little better (2.0 MB: 136 s, 2.3 GB) and runs 1.7x slower; -O0 is
+#: linear (2.0 MB: 4 s, 0.6 GB; 4.1 MB: 10 s, 1.2 GB) but runs 3-7x slower.  The model-size limit
+#: (mb_sim.urdf.size) keeps chains below this; it catches wide trees with many links or constraints.
+MAX_SOURCE_BYTES = 2_000_000
 
 _STDERR_LINES = 20
 
@@ -33,6 +41,15 @@ def compiler_command() -> list[str]:
     return command
 
 
+def check_source_size(source: str, name: str) -> None:
+    """CodegenError (one line) if C `source` of model `name` is above MAX_SOURCE_BYTES."""
+    if len(source) > MAX_SOURCE_BYTES:
+        raise CodegenError(
+            f"model {name!r}: {len(source) / 1e6:.2f} MB of generated C is more than the {MAX_SOURCE_BYTES / 1e6:g} MB "
+            "mb_sim compiles (the C compiler's time and memory grow superlinearly with it: 2 MB took gcc -O2 "
+            "4 min and 5 GB); use backend='numpy' or a smaller model")
+
+
 def compile_shared_library(source: Path, library: Path, progress: Progress = None) -> None:
     """Compile C file `source` into shared library `library`.
 
@@ -43,7 +60,7 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
         standard error.
     """
     command = [*compiler_command(), *COMPILE_FLAGS, "-o", str(library), str(source), "-lm"]
-    report(progress, f"compiling {source} with {command[0]}...")
+    report(progress, f"compiling {source} ({source.stat().st_size / 1e6:.2f} MB of C) with {command[0]}...")
     start = time.perf_counter()
     try:
         result = subprocess.run(command, capture_output=True, text=True, check=False)

@@ -28,6 +28,7 @@ from mb_sim.codegen.progress import Progress, report
 from mb_sim.model import Robot
 from mb_sim.symbolic import EquationsOfMotion, derive_equations
 from mb_sim.symbolic.signature import topology_key
+from mb_sim.urdf.size import check_model_size
 
 __all__ = ["load_numeric_model"]
 
@@ -41,8 +42,11 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
                        progress: Progress = None) -> NumericModel:
     """The numeric model of `robot`: from the cache when its topology was compiled before.
 
-    ``backend="numpy"`` always derives (nothing to cache but the derivation).
+    ``backend="numpy"`` always derives (nothing to cache but the derivation).  A model above
+    :data:`mb_sim.urdf.size.MAX_MASS_MATRIX_ENTRIES` is refused first (URDFError, one line).
     """
+    check_model_size(robot.source, robot.name, [j.joint_description for j in robot.joints.values()],
+                     robot.root_link.name)
     if backend == "numpy":
         return NumpyModel(derive_equations(robot, progress), progress)
     if backend != "c":

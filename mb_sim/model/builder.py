@@ -14,6 +14,7 @@ from mb_sim.model.robot import Robot
 from mb_sim.model.springs import SpringDamper
 from mb_sim.model.wheels import RollingWheel
 from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, parse_urdf
+from mb_sim.urdf.size import check_model_size
 
 __all__ = ["build_robot", "load_urdf"]
 
@@ -24,14 +25,17 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> Robot:
     What the loader repaired or accepted instead of refusing (mass properties judged per moving
     body, rounding repaired, a ``<mimic>`` on a fixed joint ignored) is warned about once each
     (:class:`mb_sim.urdf.RepairWarning`) and listed in ``robot.repairs``; with `strict` each is a
-    URDFError instead.
+    URDFError instead.  A model above :data:`mb_sim.urdf.size.MAX_MASS_MATRIX_ENTRIES` is refused
+    before anything is built (it would not derive and compile in reasonable time).
 
     Raises
     ------
     URDFError
         The URDF cannot be simulated; the message names the file and the element.
     """
-    robot = build_robot(parse_urdf(path_or_xml, strict=strict))
+    description = parse_urdf(path_or_xml, strict=strict)
+    check_model_size(description.source, description.name, description.joints, description.root)
+    robot = build_robot(description)
     try:
         robot.define_all()
     except ComponentError as err:  # e.g. two components' symbols share a name
