@@ -31,6 +31,10 @@ from pinocchio_reference import (
 
 ROBOTS = example_robot_data_dir()
 RELATIVE_TOLERANCE = 1e-9
+#: u' is only as accurate as cond(M) x rounding: where M is ill-conditioned u' is compared to
+#: cond(M) x this instead (icub: point-mass neck links, cond(M) up to 2e10, u' of two correct solvers
+#: 9e-9 apart; M and the forcing still agree to 1e-15 there).
+CONDITIONED_TOLERANCE = 1e-15
 #: Robots up to this many DoF (floating base included) are compared by default, the rest are `slow`:
 #: 16 keeps the default set's cold derivations at about 2 minutes (bench/bench_corpus.py at 7a42adb:
 #: 124 s on 2 cores; the 18-DoF quadrupeds would add 11-99 s each).
@@ -175,6 +179,20 @@ def pinocchio_model(xml: str) -> pin.Model:
     return model
 
 
+def with_documented_repairs(model: pin.Model, robot: Robot) -> pin.Model:
+    """`model` with the inertia changes of mb_sim's repairs (``Repair.inertia_change``: about the
+    centre of mass, in the frame of link ``Repair.body``) added to the joint body that link is part of."""
+    for repair in robot.repairs:
+        if repair.inertia_change is None:
+            continue
+        frame = model.frames[model.getFrameId(repair.body, pin.FrameType.BODY)]
+        rotation, index = frame.placement.rotation, frame.parentJoint
+        inertia = model.inertias[index]
+        model.inertias[index] = pin.Inertia(inertia.mass, inertia.lever,
+                                            inertia.inertia + rotation @ repair.inertia_change @ rotation.T)
+    return model
+
+
 def inside_limits(robot: Robot, rng: np.random.Generator) -> np.ndarray:
     """A random configuration (``random_coordinates``) with every bounded joint moved inside its
     limits, and mimic joints following their reference."""
@@ -234,9 +252,14 @@ def expected_accelerations(M: np.ndarray, F: np.ndarray, A: np.ndarray) -> np.nd
     return np.linalg.solve(kkt, np.concatenate([F, np.zeros(n_c)]))[:len(F)]
 
 
+def u_tolerance(M: np.ndarray) -> float:
+    """The tolerance of u': 1e-9, or cond(M) x 1e-15 where M is ill-conditioned."""
+    return max(RELATIVE_TOLERANCE, CONDITIONED_TOLERANCE * np.linalg.cond(M))
+
+
 def errors_at_one_state(robot: Robot, compiled, model: pin.Model, params: np.ndarray,
-                        rng: np.random.Generator) -> dict[str, float]:
-    """Relative errors of M, the forcing and u' (zero and random efforts) at one random state."""
+                        rng: np.random.Generator) -> dict[str, tuple[float, float]]:
+    """(relative error, tolerance) of M, the forcing and u' (zero and random efforts) at one random state."""
     data, A = model.createData(), mimic_rows(robot)
     q = inside_limits(robot, rng)
     q_pin = pinocchio_configuration(robot, model, q)
@@ -257,23 +280,28 @@ def errors_at_one_state(robot: Robot, compiled, model: pin.Model, params: np.nda
         else:
             expected_udot = G_dot @ v + G @ pin.aba(model, data, q_pin, v, tau)
         _, udot = compiled.forward_dynamics(q, u, efforts, params)
-        errors[f"forcing ({case})"] = relative_error(out["forcing"].ravel(), expected_F)
-        errors[f"u' ({case})"] = relative_error(udot, expected_udot)
-    return {"mass matrix": relative_error(out["mass_matrix"], expected_M), **errors}
+        errors[f"forcing ({case})"] = (relative_error(out["forcing"].ravel(), expected_F), RELATIVE_TOLERANCE)
+        errors[f"u' ({case})"] = (relative_error(udot, expected_udot), u_tolerance(expected_M))
+    return {"mass matrix": (relative_error(out["mass_matrix"], expected_M), RELATIVE_TOLERANCE), **errors}
 
 
 @pytest.mark.parametrize("path", comparison_params())
 def test_dynamics_match_pinocchio(path: str, corpus_cache: Path, request):
     """M (crba, mapped through G), the forcing and u' with zero and with random efforts (aba; with
-    mimic joints the constrained problem on Pinocchio's M and bias) agree to 1e-9 relative."""
+    mimic joints the constrained problem on Pinocchio's M and bias) agree to 1e-9 relative (u': or
+    cond(M) x 1e-15).  Where a repair changed an inertia, Pinocchio's model gets the documented
+    change (romeo_small's arms)."""
     if request.node.get_closest_marker("slow") and not request.config.option.markexpr:
         pytest.skip(f"{corpus_dof(path)} DoF > {DEFAULT_MAX_DOF}: slow to derive cold, run with -m slow")
     robot = load_corpus_robot(path)
     compiled = load_numeric_model(robot, cache_dir=corpus_cache)
-    model = pinocchio_model(corpus_xml(path))
+    model = with_documented_repairs(pinocchio_model(corpus_xml(path)), robot)
     assert compiled.n_inputs == len(actuated_joints(robot)) and compiled.n_constraints == len(mimic_rows(robot))
     params, rng = without_dissipation(robot), np.random.default_rng(15)
     states = [errors_at_one_state(robot, compiled, model, params, rng) for _ in range(STATES_PER_ROBOT)]
-    worst = {key: max(errors[key] for errors in states) for key in states[0]}
-    print(f"{path}: " + ", ".join(f"{key} {error:.1e}" for key, error in worst.items()))
-    assert max(worst.values()) < RELATIVE_TOLERANCE, worst
+    worst = {key: max((errors[key] for errors in states), key=lambda pair: pair[0] / pair[1]) for key in states[0]}
+    print(f"{path}: " + ", ".join(f"{key} {error:.1e}" + (f" (tolerance {tolerance:.0e})"
+                                                          if tolerance != RELATIVE_TOLERANCE else "")
+                                  for key, (error, tolerance) in worst.items()))
+    failing = {key: pair for key, pair in worst.items() if pair[0] >= pair[1]}
+    assert not failing, f"(error, tolerance) beyond tolerance: {failing}"
