@@ -27,9 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "test"))
 
-from pinocchio_reference import pinocchio_configuration, velocity_map  # noqa: E402
+from pinocchio_reference import coordinates_inside_limits, pinocchio_configuration, velocity_map  # noqa: E402
 from test_robot_corpus import (  # noqa: E402
-    DEFAULT_MAX_DOF, FILES, REFUSED, corpus_dof, corpus_xml, inside_limits, is_mobile, load_corpus_robot,
+    DEFAULT_MAX_DOF, FILES, REFUSED, corpus_dof, corpus_xml, is_mobile, load_corpus_robot,
     pinocchio_model,
 )
 
@@ -65,7 +65,7 @@ def measure(path: str, calls: int) -> dict:
     model = pinocchio_model(corpus_xml(path))
     data = model.createData()
     rng = np.random.default_rng(0)
-    q = inside_limits(robot, rng)
+    q = coordinates_inside_limits(robot, rng)
     q_pin = pinocchio_configuration(robot, model, q)
     v = rng.normal(size=model.nv) * 0.1
     tau = np.zeros(model.nv)

@@ -59,7 +59,8 @@ from mb_sim import load_urdf  # noqa: E402
 from mb_sim.codegen import load_numeric_model  # noqa: E402
 from mb_sim.model.loads import Gravity  # noqa: E402
 from pinocchio_reference import (  # noqa: E402
-    example_robot_data_dir, pinocchio_configuration, random_coordinates, velocity_map, with_floating_base,
+    coordinates_inside_limits, example_robot_data_dir, pinocchio_configuration, velocity_map,
+    with_floating_base,
 )
 
 #: Issue 13's targets, checked at the end of a run.
@@ -125,24 +126,6 @@ def robots(quick: bool) -> list[tuple[str, str]]:
                                           "base_link"))]
     sizes = (2, 6, 12) if quick else range(2, 13)
     return out + [(f"chain{n}", chain_urdf(n)) for n in sizes]
-
-
-def inside_limits(robot, q: np.ndarray) -> np.ndarray:
-    """`q` with every limited one-DoF joint clipped into its limits (the RK4 run then starts
-    clear of the stops, which a state far beyond them would fire at once)."""
-    q = q.copy()
-    names = list(robot.system.q)
-    for joint in robot.joints.values():
-        limit = joint.joint_description.limit
-        if len(joint.q) == 1 and joint.joint_description.mimic is None:
-            i = names.index(joint.q[0])
-            q[i] = np.clip(q[i], -np.inf if limit.lower is None else limit.lower,
-                           np.inf if limit.upper is None else limit.upper)
-    for joint in robot.joints.values():  # mimic joints follow their (clipped) reference
-        mimic = joint.joint_description.mimic
-        if mimic is not None and len(joint.q) == 1:
-            q[names.index(joint.q[0])] = mimic.multiplier * q[names.index(joint.mimicked.q[0])] + mimic.offset
-    return q
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +258,7 @@ def agreement(robot, model, params, pin_model, peer: MujocoPeer | None, states: 
         worst.update(mujoco_M=0.0, mujoco_udot=0.0)
     zero = np.zeros(model.n_inputs)
     for _ in range(states):
-        q = inside_limits(robot, random_coordinates(robot, rng))
+        q = coordinates_inside_limits(robot, rng)
         v = rng.normal(size=pin_model.nv)
         q_pin = pinocchio_configuration(robot, pin_model, q)
         G, G_dot = velocity_map(robot, pin_model, q, v)
@@ -332,7 +315,7 @@ def measure(name: str, xml: str) -> dict:
     # the timed state: inside the limits, small speeds, zero inputs
     data = pin_model.createData()
     rng = np.random.default_rng(0)
-    q = inside_limits(robot, random_coordinates(robot, rng))
+    q = coordinates_inside_limits(robot, rng)
     q_pin = pinocchio_configuration(robot, pin_model, q)
     v = rng.normal(size=pin_model.nv) * 0.1
     tau = np.zeros(pin_model.nv)

@@ -14,6 +14,7 @@ import numpy as np
 import pinocchio as pin
 
 from mb_sim.model import FloatingJoint, PlanarJoint
+from mb_sim.model.loads import JointEffort
 
 
 def example_robot_data_dir() -> Path:
@@ -97,3 +98,49 @@ def velocity_map(robot, model, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray
             block_dot[:2, :2] = rate * _rotation_z(theta + np.pi / 2)
         G[np.ix_(rows, cols)], G_dot[np.ix_(rows, cols)] = block, block_dot
     return G, G_dot
+
+
+def coordinates_inside_limits(robot, rng: np.random.Generator) -> np.ndarray:
+    """A random configuration (``random_coordinates``) with every bounded joint drawn inside its
+    limits, and mimic joints following their reference."""
+    ours = dict(zip(robot.system.q, random_coordinates(robot, rng)))
+    for joint in robot.joints.values():
+        limit = joint.joint_description.limit
+        if len(joint.q) == 1 and limit.lower is not None and limit.upper is not None:
+            ours[joint.q[0]] = rng.uniform(limit.lower, limit.upper)
+    for joint in robot.joints.values():
+        mimic = joint.joint_description.mimic
+        if mimic is not None:
+            ours[joint.q[0]] = mimic.multiplier * ours[joint.mimicked.q[0]] + mimic.offset
+    return np.array([ours[q] for q in robot.system.q])
+
+
+def actuated_joints(robot) -> list:
+    """The joints with an effort input, in input order."""
+    return [joint for joint in robot.joints.values() if any(isinstance(g, JointEffort) for g in joint.load_groups)]
+
+
+def pinocchio_efforts(robot, model, efforts: np.ndarray) -> np.ndarray:
+    """Our effort inputs as Pinocchio's tau (zero on mimic joints and the free-flyer)."""
+    tau = np.zeros(model.nv)
+    for joint, value in zip(actuated_joints(robot), efforts):
+        tau[model.idx_vs[model.getJointId(joint.name)]] = value
+    return tau
+
+
+def mimic_constraint_rows(robot) -> np.ndarray:
+    """A of the mimic constraints, from the URDF: u_mimic - multiplier u_ref = 0 (so c = 0)."""
+    speeds = list(robot.system.u)
+    rows = []
+    for joint in robot.joints.values():
+        mimic = joint.joint_description.mimic
+        if mimic is not None:
+            row = np.zeros(len(speeds))
+            row[speeds.index(joint.u[0])], row[speeds.index(joint.mimicked.u[0])] = 1.0, -mimic.multiplier
+            rows.append(row)
+    return np.array(rows).reshape(len(rows), len(speeds))
+
+
+def relative_error(ours: np.ndarray, expected: np.ndarray) -> float:
+    """Largest error relative to the largest expected entry (at least 1)."""
+    return float(np.abs(ours - expected).max() / max(1.0, np.abs(expected).max()))

@@ -16,7 +16,8 @@ from mb_sim import load_urdf
 from mb_sim.codegen import compile_model
 from mb_sim.symbolic import derive_equations
 from pinocchio_reference import (
-    example_robot_data_dir, pinocchio_configuration, random_coordinates, velocity_map, with_floating_base,
+    example_robot_data_dir, mimic_constraint_rows, pinocchio_configuration, pinocchio_efforts, random_coordinates,
+    relative_error, velocity_map, with_floating_base,
 )
 
 RELATIVE_TOLERANCE = 1e-9
@@ -40,33 +41,6 @@ def run_time_parameters(eom) -> np.ndarray:
     """URDF values with joint damping, friction and stops switched off."""
     return np.array([0.0 if str(s).endswith(("_damping", "_friction", "_limit_stiffness")) else value
                      for s, value in zip(eom.parameters, eom.parameter_values)])
-
-
-def pinocchio_efforts(robot, model, efforts: np.ndarray) -> np.ndarray:
-    tau = np.zeros(model.nv)
-    actuated = [joint for joint in robot.joints.values() if any(g.name == joint.name and hasattr(g, "effort")
-                                                                  for g in joint.load_groups)]
-    for joint, value in zip(actuated, efforts):
-        tau[model.idx_vs[model.getJointId(joint.name)]] = value
-    return tau
-
-
-def mimic_constraint_rows(robot) -> np.ndarray:
-    """A of the mimic constraints, from the URDF: u_mimic - multiplier u_ref = 0 (so c = 0)."""
-    speeds = list(robot.system.u)
-    rows = []
-    for joint in robot.joints.values():
-        mimic = joint.joint_description.mimic
-        if mimic is not None:
-            row = np.zeros(len(speeds))
-            row[speeds.index(joint.u[0])], row[speeds.index(joint.mimicked.u[0])] = 1.0, -mimic.multiplier
-            rows.append(row)
-    return np.array(rows).reshape(len(rows), len(speeds))
-
-
-def close(ours: np.ndarray, expected: np.ndarray) -> float:
-    """Largest error relative to the largest expected entry (at least 1)."""
-    return float(np.abs(ours - expected).max() / max(1.0, np.abs(expected).max()))
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +73,8 @@ def test_dynamics_match_pinocchio(name, repo, cache_dir):
         M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
         expected_M = G @ M_pin @ G.T
         expected_F = G @ (tau - pin.nle(model, data, q_pin, v) - M_pin @ G_dot.T @ u)
-        worst["mass matrix"] = max(worst["mass matrix"], close(out["mass_matrix"], expected_M))
-        worst["forcing"] = max(worst["forcing"], close(out["forcing"].ravel(), expected_F))
+        worst["mass matrix"] = max(worst["mass matrix"], relative_error(out["mass_matrix"], expected_M))
+        worst["forcing"] = max(worst["forcing"], relative_error(out["forcing"].ravel(), expected_F))
 
         _, udot = compiled.forward_dynamics(q, u, efforts, params)
         if eom.n_constraints:
@@ -112,6 +86,6 @@ def test_dynamics_match_pinocchio(name, repo, cache_dir):
             expected_udot = np.linalg.solve(kkt, np.concatenate([expected_F, np.zeros(n_c)]))[:len(u)]
         else:
             expected_udot = G_dot @ v + G @ pin.aba(model, data, q_pin, v, tau)
-        worst["forward dynamics"] = max(worst["forward dynamics"], close(udot, expected_udot))
+        worst["forward dynamics"] = max(worst["forward dynamics"], relative_error(udot, expected_udot))
     print(f"{name}: " + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()))
     assert max(worst.values()) < RELATIVE_TOLERANCE, worst

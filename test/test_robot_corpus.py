@@ -24,9 +24,10 @@ import pytest
 from mb_sim import URDFError, load_urdf
 from mb_sim.codegen import load_numeric_model
 from mb_sim.model import Robot
-from mb_sim.model.loads import JointDissipation, JointEffort, JointLimitStop
+from mb_sim.model.loads import JointDissipation, JointLimitStop
 from pinocchio_reference import (
-    example_robot_data_dir, pinocchio_configuration, random_coordinates, velocity_map, with_floating_base,
+    actuated_joints, coordinates_inside_limits, example_robot_data_dir, mimic_constraint_rows, pinocchio_configuration,
+    pinocchio_efforts, relative_error, velocity_map, with_floating_base,
 )
 
 ROBOTS = example_robot_data_dir()
@@ -193,56 +194,10 @@ def with_documented_repairs(model: pin.Model, robot: Robot) -> pin.Model:
     return model
 
 
-def inside_limits(robot: Robot, rng: np.random.Generator) -> np.ndarray:
-    """A random configuration (``random_coordinates``) with every bounded joint moved inside its
-    limits, and mimic joints following their reference."""
-    ours = dict(zip(robot.system.q, random_coordinates(robot, rng)))
-    for joint in robot.joints.values():
-        limit = joint.joint_description.limit
-        if len(joint.q) == 1 and limit.lower is not None and limit.upper is not None:
-            ours[joint.q[0]] = rng.uniform(limit.lower, limit.upper)
-    for joint in robot.joints.values():
-        mimic = joint.joint_description.mimic
-        if mimic is not None:
-            ours[joint.q[0]] = mimic.multiplier * ours[joint.mimicked.q[0]] + mimic.offset
-    return np.array([ours[q] for q in robot.system.q])
-
-
-def actuated_joints(robot: Robot) -> list:
-    """The joints with an effort input, in input order."""
-    return [joint for joint in robot.joints.values() if any(isinstance(g, JointEffort) for g in joint.load_groups)]
-
-
 def random_efforts(robot: Robot, rng: np.random.Generator) -> np.ndarray:
     """Efforts inside each joint's URDF effort limit (10 where it has none)."""
     limits = [joint.joint_description.limit.effort for joint in actuated_joints(robot)]
     return np.array([rng.uniform(-e, e) if 0 < e < np.inf else rng.uniform(-10, 10) for e in limits])
-
-
-def pinocchio_efforts(robot: Robot, model: pin.Model, efforts: np.ndarray) -> np.ndarray:
-    """Our effort inputs as Pinocchio's tau (zero on mimic joints and the free-flyer)."""
-    tau = np.zeros(model.nv)
-    for joint, value in zip(actuated_joints(robot), efforts):
-        tau[model.idx_vs[model.getJointId(joint.name)]] = value
-    return tau
-
-
-def mimic_rows(robot: Robot) -> np.ndarray:
-    """A of the mimic constraints, written from the URDF: u_mimic - multiplier u_reference = 0."""
-    speeds = list(robot.system.u)
-    rows = []
-    for joint in robot.joints.values():
-        mimic = joint.joint_description.mimic
-        if mimic is not None:
-            row = np.zeros(len(speeds))
-            row[speeds.index(joint.u[0])], row[speeds.index(joint.mimicked.u[0])] = 1.0, -mimic.multiplier
-            rows.append(row)
-    return np.array(rows).reshape(len(rows), len(speeds))
-
-
-def relative_error(ours: np.ndarray, expected: np.ndarray) -> float:
-    """Largest error relative to the largest expected entry (at least 1)."""
-    return float(np.abs(ours - expected).max() / max(1.0, np.abs(expected).max()))
 
 
 def expected_accelerations(M: np.ndarray, F: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -260,8 +215,8 @@ def u_tolerance(M: np.ndarray) -> float:
 def errors_at_one_state(robot: Robot, compiled, model: pin.Model, params: np.ndarray,
                         rng: np.random.Generator) -> dict[str, tuple[float, float]]:
     """(relative error, tolerance) of M, the forcing and u' (zero and random efforts) at one random state."""
-    data, A = model.createData(), mimic_rows(robot)
-    q = inside_limits(robot, rng)
+    data, A = model.createData(), mimic_constraint_rows(robot)
+    q = coordinates_inside_limits(robot, rng)
     q_pin = pinocchio_configuration(robot, model, q)
     v = rng.normal(size=model.nv)
     G, G_dot = velocity_map(robot, model, q, v)
@@ -296,7 +251,7 @@ def test_dynamics_match_pinocchio(path: str, corpus_cache: Path, request):
     robot = load_corpus_robot(path)
     compiled = load_numeric_model(robot, cache_dir=corpus_cache)
     model = with_documented_repairs(pinocchio_model(corpus_xml(path)), robot)
-    assert compiled.n_inputs == len(actuated_joints(robot)) and compiled.n_constraints == len(mimic_rows(robot))
+    assert compiled.n_inputs == len(actuated_joints(robot)) and compiled.n_constraints == len(mimic_constraint_rows(robot))
     params, rng = without_dissipation(robot), np.random.default_rng(15)
     states = [errors_at_one_state(robot, compiled, model, params, rng) for _ in range(STATES_PER_ROBOT)]
     worst = {key: max((errors[key] for errors in states), key=lambda pair: pair[0] / pair[1]) for key in states[0]}

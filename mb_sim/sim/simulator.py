@@ -432,9 +432,9 @@ class Simulator:
 
     def _tune_stops(self) -> None:
         """Critically damped stops at STOP_FREQUENCY / dt, scaled by each joint's smallest
-        effective inertia (1 / (M^-1)_ii, the other joints free) over the neutral and the
-        derivation's generic configurations: M_ii alone overstates it in folded poses, where a
-        stop tuned from it is too stiff for RK4 at dt."""
+        effective inertia (1 / (M^-1)_ii, the other joints free) over the neutral, the
+        derivation's generic and eight seeded random poses: M_ii at the neutral pose overstates it
+        in folded poses, where a stop tuned from it is too stiff for RK4 at dt."""
         stops = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, JointLimitStop)]
         if not stops:
             return
@@ -460,19 +460,15 @@ class Simulator:
         """Seeded poses with every one-DoF joint drawn inside its limits (within +-pi), the
         other coordinates at `neutral`."""
         rng = np.random.default_rng(20261123)
-        ranges = []
+        coordinates, lower, upper = [], [], []
         for name, (coordinate, _) in self._one_dof.items():
             limit = self.robot.joints[name].joint_description.limit
-            lower = -np.pi if limit.lower is None else max(limit.lower, -np.pi)
-            upper = np.pi if limit.upper is None else min(limit.upper, np.pi)
-            ranges.append((coordinate, lower, max(lower, upper)))
-        poses = []
-        for _ in range(count):
-            q = neutral.copy()
-            for coordinate, lower, upper in ranges:
-                q[coordinate] = rng.uniform(lower, upper)
-            poses.append(q)
-        return poses
+            coordinates.append(coordinate)
+            lower.append(-np.pi if limit.lower is None else max(limit.lower, -np.pi))
+            upper.append(max(lower[-1], np.pi if limit.upper is None else min(limit.upper, np.pi)))
+        poses = np.tile(neutral, (count, 1))
+        poses[:, coordinates] = rng.uniform(lower, upper, (count, len(coordinates)))
+        return list(poses)
 
     # -- time stepping ------------------------------------------------------------------------
     def step(self) -> None:

@@ -30,16 +30,18 @@ from sympy.physics.mechanics import Force, Vector
 
 from mb_sim.symbolic.temporaries import Temporaries
 
-__all__ = ["mass_matrix_and_forcing"]
+__all__ = ["ZERO3", "cross", "dot", "mass_matrix_and_forcing"]
 
 ZERO3 = Matrix([0, 0, 0])
 
 
-def _cross(a: Matrix, b: Matrix) -> Matrix:
+def cross(a: Matrix, b: Matrix) -> Matrix:
+    """a x b of two 3-component columns (no simplification: temporaries stay as they are)."""
     return Matrix([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-def _dot(a: Matrix, b: Matrix) -> Expr:
+def dot(a: Matrix, b: Matrix) -> Expr:
+    """a . b of two 3-component columns."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
@@ -99,7 +101,7 @@ class _Composite:
             arm = self.relative(kin.position, f"origin of {name} from the reference point")
             for k in kin.own_speeds:
                 w = t.matrix(kin.rotation * kin.angular_partials[k], f"partial angular velocity of {name} (world)")
-                v0 = t.matrix(kin.rotation * kin.partials[k] - _cross(w, arm),
+                v0 = t.matrix(kin.rotation * kin.partials[k] - cross(w, arm),
                               f"partial velocity of {name} at the reference point (world)")
                 self.twists[k] = (w, v0)
 
@@ -118,9 +120,9 @@ class _Composite:
             w = kin.angular_velocity
             d = self.relative(kin.position + R * c, f"mass centre of {name} from the reference point")
             Iw = t.matrix(I * w, f"inertia times angular velocity of {name}")
-            ac_b = kin.acceleration_bias + _cross(kin.angular_acceleration_bias, c) + _cross(w, _cross(w, c))
+            ac_b = kin.acceleration_bias + cross(kin.angular_acceleration_bias, c) + cross(w, cross(w, c))
             f = t.matrix(-m * (R * ac_b), f"inertia force bias of {name} (world)")
-            n = t.matrix(_cross(d, f) - R * (I * kin.angular_acceleration_bias + _cross(w, Iw)),
+            n = t.matrix(cross(d, f) - R * (I * kin.angular_acceleration_bias + cross(w, Iw)),
                          f"inertia torque bias of {name} about the reference point (world)")
             RI = t.matrix(R * I, f"rotation times inertia of {name}")
             I_world = t.matrix(_symmetric(lambda i, j: sum(RI[i, k] * R[j, k] for k in range(3))),
@@ -128,7 +130,7 @@ class _Composite:
             own = self.own[name]
             own.mass += m
             own.moment += m * d
-            own.inertia += I_world + m * (_dot(d, d) * Matrix.eye(3) - d * d.T)
+            own.inertia += I_world + m * (dot(d, d) * Matrix.eye(3) - d * d.T)
             own.force += f
             own.torque += n
 
@@ -168,8 +170,8 @@ class _Composite:
             if offset is None:
                 partial = kin.angular_partials[k]
             else:
-                partial = kin.partials[k] + _cross(kin.angular_partials[k], offset)
-            self.pair_forces[k] = self.pair_forces.get(k, S.Zero) + _dot(partial, vector)
+                partial = kin.partials[k] + cross(kin.angular_partials[k], offset)
+            self.pair_forces[k] = self.pair_forces.get(k, S.Zero) + dot(partial, vector)
         return True
 
     def _load(self, load) -> None:
@@ -182,7 +184,7 @@ class _Composite:
             f = self.temps.matrix(self.rec.vector_in_link(load.vector, root), f"force on {load.point} (world)")
             arm = self.relative(kin.position + kin.rotation * offset, f"point {load.point} from the reference point")
             self.own[link].force += f
-            self.own[link].torque += _cross(arm, f)
+            self.own[link].torque += cross(arm, f)
         else:
             if load.frame not in self.rec.frames:
                 raise ValueError(f"torque on frame {load.frame}, which no link owns")
@@ -243,11 +245,11 @@ def mass_matrix_and_forcing(rec, robot, temps: Temporaries, n_u: int) -> tuple[M
         above = composite.ancestor_speeds(name)
         for position, k in enumerate(kin.own_speeds):
             w, v0 = composite.twists[k]
-            forcing[k] = _dot(w, total.torque) + _dot(v0, total.force) + composite.pair_forces.get(k, S.Zero)
-            f = temps.matrix(total.mass * v0 + _cross(w, total.moment), f"composite momentum of {name} per unit speed")
-            n = temps.matrix(total.inertia * w + _cross(total.moment, v0),
+            forcing[k] = dot(w, total.torque) + dot(v0, total.force) + composite.pair_forces.get(k, S.Zero)
+            f = temps.matrix(total.mass * v0 + cross(w, total.moment), f"composite momentum of {name} per unit speed")
+            n = temps.matrix(total.inertia * w + cross(total.moment, v0),
                              f"composite angular momentum of {name} per unit speed")
             for l in above[position:]:  # the joint's own speeds from k on, then those above
                 wl, v0l = composite.twists[l]
-                mass[k, l] = mass[l, k] = _dot(wl, n) + _dot(v0l, f)
+                mass[k, l] = mass[l, k] = dot(wl, n) + dot(v0l, f)
     return mass, Matrix(n_u, 1, forcing)

@@ -23,17 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sympy import Expr, Matrix, Rational, S, eye, zeros
-from sympy.physics.mechanics import Force, Point, ReferenceFrame
+from sympy.physics.mechanics import Point, ReferenceFrame
 
 from mb_sim.model import Gravity, PrismaticJoint, Robot
-from mb_sim.symbolic.composite import mass_matrix_and_forcing
+from mb_sim.symbolic.composite import ZERO3, cross as _cross, dot as _dot, mass_matrix_and_forcing
 from mb_sim.symbolic.plain import PlainSymbols
 from mb_sim.symbolic.temporaries import Temporaries
 
 __all__ = ["LinkKinematics", "KaneEquations", "derive_kane"]
-
-ZERO3 = Matrix([0, 0, 0])
-
 
 @dataclass
 class LinkKinematics:
@@ -62,14 +59,6 @@ class KaneEquations:
     links: dict[str, LinkKinematics]
     kinetic_energy: Expr
     potential_energy: Expr
-
-
-def _cross(a: Matrix, b: Matrix) -> Matrix:
-    return Matrix([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-def _dot(a: Matrix, b: Matrix) -> Expr:
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 class _Recursion:
