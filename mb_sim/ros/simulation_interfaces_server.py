@@ -1,0 +1,457 @@
+"""The ROS simulation standard (ros-simulation/simulation_interfaces) for the ``mb_sim`` node.
+
+Test harnesses written against the standard step, reset and query mb_sim the way they do Gazebo,
+Isaac Sim or O3DE.  Names follow Gazebo's implementation (``/gzserver/<interface in snake
+case>``): the interfaces live in the node's private namespace, ``~/get_simulator_features``,
+``~/simulate_steps``... (``/mb_sim/...``), beside its std_srvs ``~/reset``, ``~/pause`` and ``~/step``.
+
+What a single-robot simulator offers (:data:`FEATURES` lists exactly this):
+
+- ``GetSimulatorFeatures``; ``GetSimulationState`` (STOPPED while paused at sim time 0, as Gazebo
+  says stopped when paused at iteration 0; PAUSED while paused, or after a divergence; PLAYING);
+  ``SetSimulationState`` (PLAYING = ``~/pause`` false, refused with STATE_TRANSITION_ERROR after a
+  divergence; PAUSED = ``~/pause`` true; STOPPED = pause and ``~/reset``; QUITTING, NO_WORLD and
+  LOADING_WORLD refused with RESULT_FEATURE_UNSUPPORTED, as Gazebo does: the node is stopped by
+  its launch or Ctrl-C).
+- ``ResetSimulation``: ``~/reset`` (time and state together; SCOPE_SPAWNED has nothing to do:
+  nothing is spawned); a scope asking for time or state alone is RESULT_FEATURE_UNSUPPORTED.
+- ``StepSimulation`` and the ``SimulateSteps`` action: a step is one physics step (``physics_dt``),
+  as a Gazebo step is one iteration; only while paused (else RESULT_OPERATION_FAILED, as the
+  definitions say).  The service advances in one call (at most :data:`MAX_SERVICE_STEPS`); the
+  action advances step by step on a timer of this node, a few milliseconds of wall time at a
+  time, with feedback after every step, so the single-threaded executor stays free for other
+  requests and for cancelling.
+- ``GetEntities``, ``GetEntitiesStates``, ``GetEntityInfo``, ``GetEntityState`` and
+  ``SetEntityState``: the robot is the one entity, named by its URDF ``<robot name>`` (Gazebo
+  lists top-level models, not links), CATEGORY_ROBOT; its state is its base link's (the child of a
+  floating or planar joint out of the root link, else the root link) in ``world_frame``, twist in
+  world axes, acceleration not reported (zero).  Filters: the name as a POSIX-like regular
+  expression matching the whole name (Python ``re.fullmatch``), categories; a tags filter matches
+  nothing (the robot has no tags); bounds are RESULT_FEATURE_UNSUPPORTED.  Setting the state works
+  for a floating base (pose and twist; acceleration ignored); a fixed base is refused with
+  RESULT_OPERATION_FAILED (the definition's code for moving a static object), a planar base with
+  RESULT_FEATURE_UNSUPPORTED; a bad quaternion or a non-finite number gives INVALID_POSE.
+
+Everything else (spawning, deleting, worlds, named poses, bounds, tags) is not offered.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.clock import Clock, ClockType
+from rclpy.task import Future
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import (
+    Bounds, EntityCategory, EntityInfo, EntityState, Result, SimulationState, SimulatorFeatures,
+)
+from simulation_interfaces.srv import (
+    GetEntities, GetEntitiesStates, GetEntityInfo, GetEntityState, GetSimulationState, GetSimulatorFeatures,
+    ResetSimulation, SetEntityState, SetSimulationState, StepSimulation,
+)
+from std_srvs.srv import SetBool, Trigger
+from transforms3d.quaternions import mat2quat, quat2mat
+
+from mb_sim.model import FloatingJoint, PlanarJoint
+from mb_sim.model.base import symbol_name
+from mb_sim.ros.conversions import pose_matrix, quaternion, stamp, vector3
+from mb_sim.ros.pacing import FAST_TICK_BUDGET
+from mb_sim.sim import SimulationError
+from mb_sim.sim.frames import base_twist_function
+
+__all__ = ["SimulationInterfacesServer", "FEATURES", "SERVICES", "ACTIONS", "MAX_SERVICE_STEPS"]
+
+F = SimulatorFeatures
+#: What GetSimulatorFeatures lists: exactly what this module implements.
+FEATURES = [
+    F.ENTITY_CATEGORIES, F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.ENTITY_INFO_GETTING,
+    F.SIMULATION_RESET, F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING, F.SIMULATION_STATE_PAUSE,
+    F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE, F.STEP_SIMULATION_ACTION,
+]
+#: The services, relative to the node (Gazebo's names, in the node's private namespace).
+SERVICES = {
+    "~/get_simulator_features": GetSimulatorFeatures, "~/get_simulation_state": GetSimulationState,
+    "~/set_simulation_state": SetSimulationState, "~/reset_simulation": ResetSimulation,
+    "~/step_simulation": StepSimulation, "~/get_entities": GetEntities, "~/get_entities_states": GetEntitiesStates,
+    "~/get_entity_info": GetEntityInfo, "~/get_entity_state": GetEntityState, "~/set_entity_state": SetEntityState,
+}
+ACTIONS = {"~/simulate_steps": SimulateSteps}
+#: Most physics steps one StepSimulation call advances (it holds the node until done; the
+#: SimulateSteps action has no limit and can be cancelled).
+MAX_SERVICE_STEPS = 1_000_000
+#: Wall seconds between two slices of a SimulateSteps goal.
+STEPPING_PERIOD = 0.001
+#: The scopes ResetSimulation honours: time and state are reset together.
+_TIME_AND_STATE = ResetSimulation.Request.SCOPE_TIME | ResetSimulation.Request.SCOPE_STATE
+_STATE_NAMES = {SimulationState.STATE_STOPPED: "STATE_STOPPED", SimulationState.STATE_PLAYING: "STATE_PLAYING",
+                SimulationState.STATE_PAUSED: "STATE_PAUSED", SimulationState.STATE_QUITTING: "STATE_QUITTING",
+                SimulationState.STATE_NO_WORLD: "STATE_NO_WORLD",
+                SimulationState.STATE_LOADING_WORLD: "STATE_LOADING_WORLD"}
+
+
+def result(code: int = Result.RESULT_OK, message: str = "") -> Result:
+    """A ``simulation_interfaces/Result``."""
+    return Result(result=code, error_message=message)
+
+
+@dataclass
+class _SteppingJob:
+    """A SimulateSteps goal being advanced: how far it is, and the future its execute callback awaits."""
+
+    goal_handle: object
+    total: int
+    completed: int = 0
+    done: Future = field(default_factory=Future)
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.completed
+
+    def finish(self, end: str, code: int, message: str = "") -> None:
+        """Put the goal in its terminal state (`end`: succeed, abort or canceled) with this result."""
+        getattr(self.goal_handle, end)()
+        self.done.set_result(SimulateSteps.Result(result=result(code, message)))
+
+
+class _Base:
+    """The robot's base link as the one entity: its pose and twist in the world, and setting them
+    for a floating base.  The base is the child of a floating or planar joint out of the root link,
+    else the root link; the root link's world pose is the identity (the node hangs it from
+    ``world_frame``)."""
+
+    def __init__(self, sim) -> None:
+        self.sim = sim
+        robot = sim.robot
+        root = robot.root_link.name
+        moving = [joint for joint in robot.joints.values() if isinstance(joint, (FloatingJoint, PlanarJoint))
+                  and joint.joint_description.parent == root]
+        self.joint = moving[0] if moving else None
+        self.link = self.joint.joint_description.child if self.joint else root
+        self._twist = base_twist_function(robot, self.joint.name) if self.joint else None
+        if isinstance(self.joint, FloatingJoint):
+            self._q = [sim.coordinate_names.index(symbol_name(q)) for q in self.joint.q]  # x y z qw qx qy qz
+            self._u = [sim.speed_names.index(symbol_name(u)) for u in self.joint.u]  # vx vy vz wx wy wz
+
+    @property
+    def kind(self) -> str:
+        """``floating``, ``planar`` or ``fixed``."""
+        return "floating" if isinstance(self.joint, FloatingJoint) else "planar" if self.joint else "fixed"
+
+    def pose(self) -> np.ndarray:
+        """4x4 world pose of the base link."""
+        poses = self.sim.outputs(dynamics=False).link_poses
+        return np.array(poses[self.link]) if self.link in poses else np.eye(4)
+
+    def twist(self, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(linear velocity of the base link's origin, angular velocity), world axes."""
+        if self._twist is None:
+            return np.zeros(3), np.zeros(3)
+        linear, angular = self._twist(self.sim.q, self.sim.u, self.sim.model.buffers.params)  # base axes
+        return pose[:3, :3] @ linear, pose[:3, :3] @ angular
+
+    def set(self, pose: np.ndarray, linear: np.ndarray, angular: np.ndarray) -> None:
+        """Move a floating base to world `pose` with world-axes twist (`linear`, `angular`); the
+        other joints keep their positions and speeds.  The joint frame's world pose is the base's
+        pose times the inverse of the joint's current transform (whatever the joint's origin)."""
+        q, u = self.sim.q, self.sim.u
+        current = np.eye(4)
+        current[:3, :3] = quat2mat(q[self._q[3:]])
+        current[:3, 3] = q[self._q[:3]]
+        joint_frame = self.pose() @ np.linalg.inv(current)
+        relative = np.linalg.solve(joint_frame, pose)
+        w, x, y, z = mat2quat(relative[:3, :3])
+        if np.dot([w, x, y, z], q[self._q[3:]]) < 0:  # the sign nearest the current one
+            w, x, y, z = -w, -x, -y, -z
+        coordinates = [*relative[:3, 3], w, x, y, z]
+        speeds = [*(joint_frame[:3, :3].T @ linear), *(pose[:3, :3].T @ angular)]  # joint axes; body axes
+        names_q, names_u = self.sim.coordinate_names, self.sim.speed_names
+        self.sim.set_state(positions={names_q[k]: float(v) for k, v in zip(self._q, coordinates)},
+                           velocities={names_u[k]: float(v) for k, v in zip(self._u, speeds)}, as_initial=False)
+
+
+def _finite(*vectors) -> bool:
+    return all(np.all(np.isfinite(np.asarray(v, dtype=float))) for v in vectors)
+
+
+def _xyz(vector) -> np.ndarray:
+    return np.array([vector.x, vector.y, vector.z], dtype=float)
+
+
+class SimulationInterfacesServer:
+    """The simulation_interfaces services and action of a running :class:`SimulationNode`; they
+    call the node's own operations (pause, reset, advance, publish)."""
+
+    def __init__(self, node) -> None:
+        self._node = node
+        self._base = _Base(node.sim)
+        self._job: _SteppingJob | None = None
+        handlers = {
+            "~/get_simulator_features": self._on_get_simulator_features,
+            "~/get_simulation_state": self._on_get_simulation_state,
+            "~/set_simulation_state": self._on_set_simulation_state,
+            "~/reset_simulation": self._on_reset_simulation, "~/step_simulation": self._on_step_simulation,
+            "~/get_entities": self._on_get_entities, "~/get_entities_states": self._on_get_entities_states,
+            "~/get_entity_info": self._on_get_entity_info, "~/get_entity_state": self._on_get_entity_state,
+            "~/set_entity_state": self._on_set_entity_state,
+        }
+        self._services = [node.create_service(SERVICES[name], name, handler) for name, handler in handlers.items()]
+        self._action = ActionServer(node, SimulateSteps, "~/simulate_steps", execute_callback=self._execute_steps,
+                                    goal_callback=lambda goal: GoalResponse.ACCEPT,
+                                    cancel_callback=lambda goal_handle: CancelResponse.ACCEPT)
+        self._stepping_timer = node.create_timer(STEPPING_PERIOD, self._on_stepping_tick,
+                                                 clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._stepping_timer.cancel()
+
+    @property
+    def entity(self) -> str:
+        """The one entity's name: the robot's."""
+        return self._node.robot.name
+
+    # -- simulation ----------------------------------------------------------------------------
+    def _on_get_simulator_features(self, request, response: GetSimulatorFeatures.Response):
+        """Exactly the features implemented here."""
+        node = self._node
+        response.features = SimulatorFeatures(
+            features=list(FEATURES), spawn_formats=[],
+            custom_info=f"mb_sim: robot '{self.entity}' is the one entity (its base link '{self._base.link}', "
+                        f"{self._base.kind} base); a step is one physics step of {node.dt:g} s")
+        return response
+
+    def state(self) -> int:
+        """STOPPED (paused at sim time 0), PAUSED (paused, or diverged) or PLAYING."""
+        node = self._node
+        if node.running:
+            return SimulationState.STATE_PLAYING
+        return SimulationState.STATE_STOPPED if node.sim.time == 0.0 else SimulationState.STATE_PAUSED
+
+    def _on_get_simulation_state(self, request, response: GetSimulationState.Response):
+        response.state = SimulationState(state=self.state())
+        response.result = result()
+        return response
+
+    def _on_set_simulation_state(self, request: SetSimulationState.Request, response: SetSimulationState.Response):
+        """PLAYING, PAUSED and STOPPED through the node's ~/pause and ~/reset; the others refused."""
+        target = request.state.state
+        if target not in (SimulationState.STATE_PLAYING, SimulationState.STATE_PAUSED, SimulationState.STATE_STOPPED):
+            name = _STATE_NAMES.get(target, f"unknown state {target}")
+            response.result = result(Result.RESULT_FEATURE_UNSUPPORTED,
+                                     f"{name} is not supported: only STATE_STOPPED, STATE_PAUSED and STATE_PLAYING "
+                                     "(stop mb_sim with Ctrl-C or its launch file)")
+            return response
+        if target == SimulationState.STATE_PLAYING and self._node._failure is not None:
+            response.result = result(SetSimulationState.Response.STATE_TRANSITION_ERROR,
+                                     f"cannot play: the simulation diverged ({self._node._failure}); "
+                                     "reset it first (ResetSimulation or STATE_STOPPED)")
+            return response
+        paused = self._pause(target != SimulationState.STATE_PLAYING)
+        if not paused.success:
+            response.result = result(SetSimulationState.Response.STATE_TRANSITION_ERROR, paused.message)
+        elif target == SimulationState.STATE_STOPPED:
+            response.result = result(message=self._reset().message)
+        else:
+            response.result = result(message=paused.message)
+        return response
+
+    def _pause(self, paused: bool) -> SetBool.Response:
+        return self._node._on_pause(SetBool.Request(data=paused), SetBool.Response())
+
+    def _reset(self) -> Trigger.Response:
+        return self._node._on_reset(Trigger.Request(), Trigger.Response())
+
+    def _on_reset_simulation(self, request: ResetSimulation.Request, response: ResetSimulation.Response):
+        """The node's ~/reset, for the scopes that include both time and state (or spawned only)."""
+        scope = request.scope
+        if scope in (ResetSimulation.Request.SCOPE_DEFAULT, ResetSimulation.Request.SCOPE_ALL) \
+                or scope & _TIME_AND_STATE == _TIME_AND_STATE:
+            response.result = result(message=self._reset().message)
+        elif scope == ResetSimulation.Request.SCOPE_SPAWNED:
+            response.result = result(message="nothing to de-spawn: mb_sim spawns no entities")
+        else:
+            response.result = result(Result.RESULT_FEATURE_UNSUPPORTED,
+                                     f"scope {scope}: mb_sim resets time and state together "
+                                     "(SCOPE_ALL, SCOPE_DEFAULT or SCOPE_TIME | SCOPE_STATE)")
+        return response
+
+    def _stepping_problem(self) -> Result | None:
+        """Why the simulation cannot be stepped now (None: it can)."""
+        node = self._node
+        if node._failure is not None:
+            return result(Result.RESULT_OPERATION_FAILED,
+                          f"cannot step: the simulation diverged ({node._failure}); reset it first")
+        if not node._paused:
+            return result(Result.RESULT_OPERATION_FAILED,
+                          "cannot step: the simulation is playing; pause it first (SetSimulationState STATE_PAUSED)")
+        return None
+
+    def _on_step_simulation(self, request: StepSimulation.Request, response: StepSimulation.Response):
+        """`steps` physics steps at once, while paused, then the state is published."""
+        node, steps = self._node, request.steps
+        problem = self._stepping_problem() or self._steps_problem(steps, MAX_SERVICE_STEPS)
+        if problem is not None:
+            response.result = problem
+        elif self._job is not None:
+            response.result = result(Result.RESULT_INCORRECT_STATE,
+                                     "a SimulateSteps goal is stepping the simulation; wait for it or cancel it")
+        elif node._advance(steps, node._current_inputs(time.monotonic())):
+            node._publish_state()
+            response.result = result(message=f"stepped {steps} x {node.dt:g} s to sim time {node.sim.time:.9g} s")
+        else:
+            response.result = result(Result.RESULT_OPERATION_FAILED, f"the simulation diverged ({node._failure})")
+        return response
+
+    @staticmethod
+    def _steps_problem(steps: int, most: int | None) -> Result | None:
+        if steps < 1:
+            return result(Result.RESULT_OPERATION_FAILED, "steps must be at least 1")
+        if most is not None and steps > most:
+            return result(Result.RESULT_OPERATION_FAILED,
+                          f"{steps} steps: StepSimulation advances at most {most} at once (it holds the node "
+                          "meanwhile); use the SimulateSteps action for more")
+        return None
+
+    # -- SimulateSteps -------------------------------------------------------------------------
+    async def _execute_steps(self, goal_handle) -> SimulateSteps.Result:
+        """Hand the goal to the stepping timer and wait for it: the executor stays free meanwhile."""
+        steps = goal_handle.request.steps
+        problem = self._stepping_problem() or self._steps_problem(steps, None)
+        if problem is None and self._job is not None:
+            problem = result(Result.RESULT_INCORRECT_STATE, "another SimulateSteps goal is stepping the simulation")
+        if problem is not None:
+            goal_handle.abort()
+            return SimulateSteps.Result(result=problem)
+        job = self._job = _SteppingJob(goal_handle, steps)
+        self._stepping_timer.reset()
+        try:
+            return await job.done
+        finally:
+            self._job = None
+            self._stepping_timer.cancel()
+
+    def _on_stepping_tick(self) -> None:
+        """Advance the goal step by step for FAST_TICK_BUDGET of wall time, feedback after each step."""
+        job, node = self._job, self._node
+        if job is None or job.done.done():
+            return
+        if job.goal_handle.is_cancel_requested:
+            job.finish("canceled", Result.RESULT_OPERATION_FAILED,
+                       f"canceled after {job.completed} of {job.total} steps")
+            return
+        problem = self._stepping_problem()
+        if problem is not None:
+            job.finish("abort", problem.result, f"after {job.completed} of {job.total} steps: {problem.error_message}")
+            return
+        now = time.monotonic()
+        deadline, inputs = now + FAST_TICK_BUDGET, node._current_inputs(now)
+        while job.remaining:
+            if not node._advance(1, inputs):
+                job.finish("abort", Result.RESULT_OPERATION_FAILED,
+                           f"the simulation diverged after {job.completed} of {job.total} steps ({node._failure})")
+                return
+            job.completed += 1
+            job.goal_handle.publish_feedback(
+                SimulateSteps.Feedback(completed_steps=job.completed, remaining_steps=job.remaining))
+            if time.monotonic() >= deadline:
+                break
+        node._publish_state()
+        if not job.remaining:
+            job.finish("succeed", Result.RESULT_OK, f"stepped {job.total} x {node.dt:g} s to sim time "
+                                                    f"{node.sim.time:.9g} s")
+
+    # -- entities ------------------------------------------------------------------------------
+    def _matching(self, filters) -> tuple[Result, list[str]]:
+        """The entities (the robot or none) that `filters` select."""
+        if filters.bounds.type != Bounds.TYPE_EMPTY or len(filters.bounds.points):
+            return result(Result.RESULT_FEATURE_UNSUPPORTED, "bounds filters are not supported"), []
+        try:
+            name_matches = not filters.filter or re.fullmatch(filters.filter, self.entity) is not None
+        except re.error as err:
+            return result(Result.RESULT_OPERATION_FAILED, f"filter {filters.filter!r}: not a regular expression "
+                                                          f"({err})"), []
+        categories = [c.category for c in filters.categories]
+        category_matches = not categories or EntityCategory.CATEGORY_ROBOT in categories
+        tags_match = not filters.tags.tags  # the robot has no tags
+        return result(), [self.entity] if name_matches and category_matches and tags_match else []
+
+    def _on_get_entities(self, request: GetEntities.Request, response: GetEntities.Response):
+        response.result, response.entities = self._matching(request.filters)
+        return response
+
+    def _on_get_entities_states(self, request: GetEntitiesStates.Request, response: GetEntitiesStates.Response):
+        response.result, response.entities = self._matching(request.filters)
+        response.states = [self.entity_state() for _ in response.entities]
+        return response
+
+    def _unknown(self, entity: str) -> Result | None:
+        """RESULT_NOT_FOUND unless `entity` is the robot."""
+        if entity == self.entity:
+            return None
+        return result(Result.RESULT_NOT_FOUND, f"no entity {entity!r}: the only entity is the robot {self.entity!r} "
+                                               "(see GetEntities)")
+
+    def _on_get_entity_info(self, request: GetEntityInfo.Request, response: GetEntityInfo.Response):
+        response.result = self._unknown(request.entity) or result()
+        if response.result.result == Result.RESULT_OK:
+            response.info = EntityInfo(category=EntityCategory(category=EntityCategory.CATEGORY_ROBOT),
+                                       description=f"robot '{self.entity}' from its URDF, {self._base.kind} base "
+                                                   f"(link '{self._base.link}')", tags=[])
+        return response
+
+    def entity_state(self) -> EntityState:
+        """The base link's ground truth in ``world_frame``, stamped with sim time."""
+        pose = self._base.pose()
+        linear, angular = self._base.twist(pose)
+        state = EntityState()
+        state.header.frame_id, state.header.stamp = self._node.world_frame, stamp(self._node.sim.time)
+        x, y, z = (float(v) for v in pose[:3, 3])
+        state.pose.position.x, state.pose.position.y, state.pose.position.z = x, y, z
+        state.pose.orientation = quaternion(pose[:3, :3])
+        state.twist.linear, state.twist.angular = vector3(linear), vector3(angular)
+        return state
+
+    def _on_get_entity_state(self, request: GetEntityState.Request, response: GetEntityState.Response):
+        response.result = self._unknown(request.entity) or result()
+        if response.result.result == Result.RESULT_OK:
+            response.state = self.entity_state()
+        return response
+
+    def _on_set_entity_state(self, request: SetEntityState.Request, response: SetEntityState.Response):
+        """Pose and twist of a floating base, at once; then the state is published."""
+        response.result = self._unknown(request.entity) or self._set_problem(request.state) or self._set(request.state)
+        return response
+
+    def _set_problem(self, state: EntityState) -> Result | None:
+        """Why `state` cannot be set (None: it can)."""
+        base, frame = self._base, state.header.frame_id
+        if base.kind == "fixed":
+            return result(Result.RESULT_OPERATION_FAILED,
+                          f"robot '{self.entity}' has a fixed base (root link '{base.link}' is fixed to the world): "
+                          "its pose and twist cannot be set; move its joints instead")
+        if base.kind == "planar":
+            return result(Result.RESULT_FEATURE_UNSUPPORTED,
+                          f"robot '{self.entity}' has a planar base (joint '{base.joint.name}'): setting its state is "
+                          "only supported for a floating base")
+        if frame not in ("", self._node.world_frame):
+            return result(Result.RESULT_FEATURE_UNSUPPORTED,
+                          f"frame_id {frame!r}: states are set in the world frame only "
+                          f"({self._node.world_frame!r} or empty)")
+        o = state.pose.orientation
+        rotation = [o.w, o.x, o.y, o.z]
+        if not _finite(_xyz(state.pose.position), rotation, _xyz(state.twist.linear), _xyz(state.twist.angular)):
+            return result(SetEntityState.Response.INVALID_POSE, "pose and twist must be finite numbers")
+        norm = math.sqrt(sum(v * v for v in rotation))
+        if abs(norm - 1.0) > 1e-3:
+            return result(SetEntityState.Response.INVALID_POSE,
+                          f"orientation is not a unit quaternion (norm {norm:.6g})")
+        return None
+
+    def _set(self, state: EntityState) -> Result:
+        try:
+            self._base.set(pose_matrix(state.pose), _xyz(state.twist.linear), _xyz(state.twist.angular))
+        except (ValueError, SimulationError) as err:  # the constraints cannot hold it
+            return result(Result.RESULT_OPERATION_FAILED, f"cannot set the state: {err}")
+        self._node._publish_state()
+        return result(message=f"robot '{self.entity}' moved at sim time {self._node.sim.time:.9g} s")
