@@ -448,11 +448,12 @@ def test_a_pause_does_not_time_commands_out(pendulum, peer):
     ("/mb_sim/effort_commands", Float64MultiArray(data=[1.0, 2.0]), r"expected 1 values .*hinge.*got 2"),
     ("/mb_sim/effort_commands", Float64MultiArray(data=[math.nan]), r"non-finite effort \(hinge=nan\)"),
     ("/mb_sim/joint_commands", JointState(name=["nope"], effort=[1.0]), r"unknown .*'nope'"),
-    ("/mb_sim/joint_commands", JointState(name=["hinge"], effort=[]), r"1 names but 0 efforts"),
-    ("/mb_sim/joint_commands", JointState(name=["hinge"], effort=[math.inf]), r"non-finite effort"),
+    ("/mb_sim/joint_commands", JointState(name=["hinge"], effort=[1.0, 2.0]), r"1 names but 2 values in effort"),
+    ("/mb_sim/joint_commands", JointState(name=["hinge"], effort=[]), r"joint\(s\) 'hinge' have no position, velocity or effort"),
+    ("/mb_sim/joint_commands", JointState(name=["hinge"], effort=[math.inf]), r"infinite effort \(hinge=inf\)"),
     ("/mb_sim/voltage_commands", Float64MultiArray(data=[6.0]), r"no joint has a motor"),
     ("/mb_sim/voltage_joint_commands", JointState(name=["hinge"], effort=[6.0]), r"no joint has a motor"),
-], ids=["wrong-length", "nan", "unknown-joint", "length-mismatch", "inf", "voltage", "voltage-by-name"])
+], ids=["wrong-length", "nan", "unknown-joint", "length-mismatch", "no-value", "inf", "voltage", "voltage-by-name"])
 def test_bad_commands_are_rejected_with_a_warning_and_the_node_goes_on(pendulum, peer, topic, message, problem):
     reset(peer)
     mark = len(pendulum.lines)

@@ -24,7 +24,9 @@ double; ``z`` are the electrical states, motor currents, possibly none):
   failure the state and ``*t`` are those at the start of the failing step;
 * ``mb_evaluate_packed``, ``mb_forward_dynamics_packed``, ``mb_project_packed`` (each
   ``(double *const *a)``) and ``mb_rk4_packed(a, dt, n_steps)``: the same with the buffers packed,
-  ``a = {q, u, inputs, params, &t, out, qdot, udot, lam, enabled, z, zdot}``;
+  ``a = {q, u, inputs, params, &t, out, qdot, udot, lam, enabled, z, zdot, servo, applied}``:
+  these two apply the joint servos of the ``servo`` table (:mod:`~mb_sim.codegen.servo`; a zero
+  first entry: none) at every evaluation, the forward dynamics writing the efforts applied;
 * ``mb_n_q(), mb_n_u(), mb_n_z(), mb_n_inputs(), mb_n_params(), mb_n_constraints()`` and
   ``mb_output_offset/rows/cols(int block)`` so a loader can check the library matches;
 * with user force laws, ``void mb_set_force_law(law)``: the callback evaluating
@@ -53,12 +55,13 @@ from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLa
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
 from mb_sim.codegen.projection import PROJECTION_ITERATIONS, PROJECTION_TOLERANCE, Projection
+from mb_sim.codegen.servo import SERVO_WIDTH
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
 __all__ = ["GENERATOR_VERSION", "generate_c_source"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "10"
+GENERATOR_VERSION = "11"
 
 _SIGNATURE = ("const double *q, const double *u, const double *z, const double *inputs,\n"
               "    const double *params, double t")
@@ -200,8 +203,8 @@ def _linear_algebra(n_u: int, n_c: int, n_h: int, parents: list[int]) -> str:
 def _forward_dynamics(n_u: int, n_c: int, n_springs: int) -> str:
     """mb_forward_dynamics, through the Schur complement if n_c > 0."""
     constrained = _CONSTRAINED if n_c else "    (void)lam; (void)enabled;\n"
-    return _FORWARD_DYNAMICS.substitute(constrained=constrained,
-                                        springs=_SPRING_CHECK if n_springs else "")
+    return _SERVO.substitute(width=SERVO_WIDTH) + "\n" + _FORWARD_DYNAMICS.substitute(
+        constrained=constrained, springs=_SPRING_CHECK if n_springs else "")
 
 
 def _projection(projection: Projection, n_h: int, n_c: int, len_x: int) -> str:
@@ -460,18 +463,72 @@ static int mb_least_norm_correction(double *x, const double *m, int rows, int co
 }
 """)
 
+_SERVO = Template("""\
+/* Joint servos (see mb_sim.codegen.servo): servo[0] active rows of MB_SERVO_WIDTH values
+ * {input, coordinate, speed, kp, kd, limit, t0, feed_forward, p0..p5, v0..v4, a0..a3}; each row's
+ * effort clamp(ff + kp (p - q) + kd (v - u) [+ (M a)_j - (F_j - ff)], +-limit) replaces its input ff
+ * in F (the bracket, the computed-torque feed-forward over the servoed speeds' reference
+ * accelerations a, where the row asks for it). */
+#define MB_SERVO_WIDTH $width
+static double mb_polynomial(const double *c, int n, double s)
+{
+    double value = 0.0;
+    for (int k = n - 1; k >= 0; --k)
+        value = value * s + c[k];
+    return value;
+}
+
+static void mb_servo(const double *q, const double *u, const double *inputs, double t,
+                     const double *servo, double *out, double *applied)
+{
+    const int n = (int)servo[0];
+    double a[MB_N_INPUTS > 0 ? MB_N_INPUTS : 1], effort[MB_N_INPUTS > 0 ? MB_N_INPUTS : 1];
+    for (int r = 0; r < n; ++r) {
+        const double *row = servo + 1 + r * MB_SERVO_WIDTH;
+        a[r] = mb_polynomial(row + 19, 4, t - row[6]);
+    }
+    for (int r = 0; r < n; ++r) {
+        const double *row = servo + 1 + r * MB_SERVO_WIDTH;
+        const int k = (int)row[0], i = (int)row[1], j = (int)row[2];
+        const double s = t - row[6];
+        double e = inputs[k] + row[3] * (mb_polynomial(row + 8, 6, s) - q[i])
+            + row[4] * (mb_polynomial(row + 14, 5, s) - u[j]);
+        if (row[7] != 0.0) {
+            e -= out[MB_OFFSET_FORCING + j] - inputs[k];
+            for (int c = 0; c < n; ++c)
+                e += out[MB_OFFSET_MASS_MATRIX + j * MB_N_U + (int)servo[1 + c * MB_SERVO_WIDTH + 2]] * a[c];
+        }
+        effort[r] = fmin(fmax(e, -row[5]), row[5]);
+    }
+    for (int r = 0; r < n; ++r) {  /* after every row read F: the feed-forward is F without servos */
+        const double *row = servo + 1 + r * MB_SERVO_WIDTH;
+        const int k = (int)row[0], j = (int)row[2];
+        out[MB_OFFSET_FORCING + j] += effort[r] - inputs[k];
+        if (applied != NULL)
+            applied[k] = effort[r];
+    }
+}
+""")
+
 _FORWARD_DYNAMICS = Template("""\
 /* q', u' and z' at (q, u, z, t); with constraints also the multipliers lam of
  * [M A^T; A 0][u'; lam] = [F; -c] over the enabled rows (disabled rows get lam = 0), so the
- * generalized constraint forces are -A^T lam (lam is untouched without constraints).  Returns 0,
- * 1 if M is not positive definite, 2 if A M^-1 A^T is not, 5 if a spring-damper is shorter than
+ * generalized constraint forces are -A^T lam (lam is untouched without constraints).  With a servo
+ * table (NULL: none) the servos' efforts replace their joints' effort inputs in F, and each
+ * input's applied effort goes into applied[MB_N_INPUTS] (unless NULL).  Returns 0, 1 if M is not
+ * positive definite, 2 if A M^-1 A^T is not, 5 if a spring-damper is shorter than
  * MB_SPRING_MIN_LENGTH. */
-int mb_forward_dynamics($signature, double *qdot, double *udot, double *zdot,
-                        double *lam, const double *enabled)
+static int mb_solve_dynamics($signature, double *qdot, double *udot, double *zdot,
+                             double *lam, const double *enabled, const double *servo,
+                             double *applied)
 {
     double out[MB_N_OUT];
     double *l = out + MB_OFFSET_MASS_MATRIX;  /* factorized in place */
     mb_dynamics(q, u, z, inputs, params, t, out);
+    if (applied != NULL)
+        memcpy(applied, inputs, sizeof(double) * MB_N_INPUTS);
+    if (servo != NULL && servo[0] > 0.0)
+        mb_servo(q, u, inputs, t, servo, out, applied);
 $springs    memcpy(qdot, out + MB_OFFSET_QDOT, sizeof(double) * MB_N_Q);
     memcpy(zdot, out + MB_OFFSET_ELECTRICAL_RATES, sizeof(double) * MB_N_Z);
     memcpy(udot, out + MB_OFFSET_FORCING, sizeof(double) * MB_N_U);
@@ -479,6 +536,12 @@ $springs    memcpy(qdot, out + MB_OFFSET_QDOT, sizeof(double) * MB_N_Q);
         return 1;
     mb_mass_solve(l, udot);
 $constrained    return 0;
+}
+
+int mb_forward_dynamics($signature, double *qdot, double *udot, double *zdot,
+                        double *lam, const double *enabled)
+{
+    return mb_solve_dynamics(q, u, z, inputs, params, t, qdot, udot, zdot, lam, enabled, NULL, NULL);
 }
 """.replace("$signature", _SIGNATURE))
 
@@ -699,13 +762,13 @@ static int mb_finish_step(double *x, const double *inputs, const double *params,
 
 /* x' at a stage; 3 if x is not finite (reported as such, not as the factorization it breaks). */
 static int mb_state_derivative(const double *x, const double *inputs, const double *params,
-                               double t, double *xdot, const double *enabled)
+                               double t, double *xdot, const double *enabled, const double *servo)
 {
     double lam[$len_c];
     if (!mb_all_finite(x, MB_N_STATE))
         return 3;
-    return mb_forward_dynamics(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, inputs, params, t, xdot,
-                               xdot + MB_N_Q, xdot + MB_N_Q + MB_N_U, lam, enabled);
+    return mb_solve_dynamics(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, inputs, params, t, xdot,
+                             xdot + MB_N_Q, xdot + MB_N_Q + MB_N_U, lam, enabled, servo, NULL);
 }
 $etd
 /* n_steps steps of x = [q; u; z] from *t, inputs held, each followed by mb_finish_step: classic
@@ -714,8 +777,8 @@ $etd
  * part exactly and reduces to classic RK4 where lambda = 0, so an L/R far below dt is stable
  * and accurate.  Returns 0 or the failing step's code (1, 2, 5 from mb_forward_dynamics, 3, 4),
  * leaving q, u, z and *t at the start of that step. */
-int mb_rk4(double *q, double *u, double *z, const double *inputs, const double *params, double *t,
-           double dt, int n_steps, const double *enabled)
+static int mb_integrate(double *q, double *u, double *z, const double *inputs, const double *params,
+                        double *t, double dt, int n_steps, const double *enabled, const double *servo)
 {
     enum { N = MB_N_Q + MB_N_U };
     double x[$len_x], xs[$len_x], k1[$len_x], k2[$len_x], k3[$len_x], k4[$len_x];
@@ -726,19 +789,19 @@ $etd_setup    memcpy(x, q, sizeof(double) * MB_N_Q);
     memcpy(x + N, z, sizeof(double) * MB_N_Z);
     for (int step = 0; step < n_steps; ++step) {
         const double ts = t0 + step * dt, te = t0 + (step + 1) * dt;
-        if ((status = mb_state_derivative(x, inputs, params, ts, k1, enabled)))
+        if ((status = mb_state_derivative(x, inputs, params, ts, k1, enabled, servo)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k1[i];
-$etd_stage2        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2, enabled)))
+$etd_stage2        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2, enabled, servo)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k2[i];
-$etd_stage3        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3, enabled)))
+$etd_stage3        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3, enabled, servo)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt * k3[i];
-$etd_stage4        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4, enabled)))
+$etd_stage4        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4, enabled, servo)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt / 6.0 * (k1[i] + 2.0 * (k2[i] + k3[i]) + k4[i]);
@@ -753,9 +816,16 @@ $etd_final        if ((status = mb_finish_step(xs, inputs, params, te, enabled))
     return status;
 }
 
+int mb_rk4(double *q, double *u, double *z, const double *inputs, const double *params, double *t,
+           double dt, int n_steps, const double *enabled)
+{
+    return mb_integrate(q, u, z, inputs, params, t, dt, n_steps, enabled, NULL);
+}
+
 /* Packed entry points for callers paying per foreign-call argument (ctypes: a call with one
  * argument costs about a third of one with seven).  a = {q, u, inputs, params, &t, out, qdot,
- * udot, lam, enabled, z, zdot}, prepared once by the caller. */
+ * udot, lam, enabled, z, zdot, servo, applied}, prepared once by the caller; the forward dynamics
+ * and RK4 apply the servo table (see mb_servo), the forward dynamics write the applied efforts. */
 void mb_evaluate_packed(double *const *a)
 {
     mb_evaluate(a[0], a[1], a[10], a[2], a[3], a[4][0], a[5]);
@@ -763,8 +833,8 @@ void mb_evaluate_packed(double *const *a)
 
 int mb_forward_dynamics_packed(double *const *a)
 {
-    return mb_forward_dynamics(a[0], a[1], a[10], a[2], a[3], a[4][0], a[6], a[7], a[11], a[8],
-                               a[9]);
+    return mb_solve_dynamics(a[0], a[1], a[10], a[2], a[3], a[4][0], a[6], a[7], a[11], a[8],
+                             a[9], a[12], a[13]);
 }
 
 int mb_project_packed(double *const *a)
@@ -774,7 +844,7 @@ int mb_project_packed(double *const *a)
 
 int mb_rk4_packed(double *const *a, double dt, int n_steps)
 {
-    return mb_rk4(a[0], a[1], a[10], a[2], a[3], a[4], dt, n_steps, a[9]);
+    return mb_integrate(a[0], a[1], a[10], a[2], a[3], a[4], dt, n_steps, a[9], a[12]);
 }
 """)
 

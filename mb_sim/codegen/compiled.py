@@ -46,7 +46,7 @@ class CompiledModel(NumericModel):
         self._time = np.zeros(1)
         b = self.buffers
         arrays = (b.q, b.u, b.inputs, b.params, self._time, b.out, b.qdot, b.udot, b.lam,
-                  b.enabled, b.z, b.zdot)
+                  b.enabled, b.z, b.zdot, b.servo, b.applied)
         # One packed argument (pointers to all buffers, made once): a foreign call costs about
         # 0.35 us instead of 0.9 us with seven arguments.  No argtypes: ctypes then skips its
         # per-argument checks.

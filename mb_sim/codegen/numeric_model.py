@@ -17,6 +17,7 @@ import numpy as np
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.layout import OutputLayout
 from mb_sim.codegen.projection import Projection
+from mb_sim.codegen.servo import servo_table
 from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = ["Buffers", "ForceLawCallback", "MAX_RK4_STEPS", "NumericModel", "check_step_count"]
@@ -36,7 +37,9 @@ class Buffers:
     states, motor currents); results appear in ``out`` (flat outputs, see
     ``NumericModel.layout``), ``qdot``, ``udot``, ``zdot`` and ``lam`` (the ``n_c``
     Lagrange multipliers of the velocity constraints: generalized constraint forces
-    ``-A^T lam``).  ``enabled`` switches each velocity constraint row on (1.0, the default) or
+    ``-A^T lam``).  ``servo`` is the joint-servo table (:mod:`~mb_sim.codegen.servo`) the forward
+    dynamics and RK4 apply; ``applied`` the efforts the last forward dynamics applied (the inputs
+    where no servo acts).  ``enabled`` switches each velocity constraint row on (1.0, the default) or
     off (0.0; for the first ``n_h`` rows also the holonomic row of Phi): a disabled row gets a
     zero multiplier and is left out of the projection.
     """
@@ -52,6 +55,8 @@ class Buffers:
     enabled: np.ndarray
     z: np.ndarray
     zdot: np.ndarray
+    servo: np.ndarray
+    applied: np.ndarray
 
 
 class NumericModel(ABC):
@@ -113,8 +118,9 @@ class NumericModel(ABC):
         self.parameter_values.setflags(write=False)
         sizes = {"q": self.n_q, "u": self.n_u, "inputs": self.n_inputs, "params": self.n_params,
                  "out": self.layout.size, "qdot": self.n_q, "udot": self.n_u,
-                 "lam": self.n_constraints, "enabled": self.n_constraints, "z": self.n_z, "zdot": self.n_z}
-        self.buffers = Buffers(**{name: np.zeros(n) for name, n in sizes.items()})
+                 "lam": self.n_constraints, "enabled": self.n_constraints, "z": self.n_z, "zdot": self.n_z,
+                 "applied": self.n_inputs}
+        self.buffers = Buffers(servo=servo_table(self.n_inputs), **{name: np.zeros(n) for name, n in sizes.items()})
         self.buffers.params[:] = self.parameter_values
         self.buffers.enabled[:] = self.constraint_defaults
 

@@ -12,6 +12,7 @@ from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import StraightLineProgram, straight_line_program
 from mb_sim.codegen.projection import project_state
+from mb_sim.codegen.servo import apply_servos
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
 __all__ = ["NumpyModel"]
@@ -46,7 +47,7 @@ class NumpyModel(NumericModel):
 
     def forward_dynamics_into(self, t: float = 0.0) -> None:
         b = self.buffers
-        status = self._forward_dynamics(b.q, b.u, b.z, t, b.qdot, b.udot, b.zdot, b.lam)
+        status = self._forward_dynamics(b.q, b.u, b.z, t, b.qdot, b.udot, b.zdot, b.lam, b.applied)
         if status:
             raise FactorizationError(self.name, status, t)
 
@@ -132,10 +133,15 @@ class NumpyModel(NumericModel):
         return project_state(self.projection, q, u, constraints, b.enabled)
 
     def _forward_dynamics(self, q, u, z, t: float, qdot: np.ndarray, udot: np.ndarray, zdot: np.ndarray,
-                          lam: np.ndarray) -> int:
-        """q', u', z' into `qdot`, `udot`, `zdot`, the multipliers into `lam`; 0, or the C failure code."""
+                          lam: np.ndarray, applied: np.ndarray | None = None) -> int:
+        """q', u', z' into `qdot`, `udot`, `zdot`, the multipliers into `lam` (the servos' efforts
+        applied, into `applied` if given); 0, or the C failure code."""
         b, view = self.buffers, self.layout.view
         b.out[self._dynamics_index] = self._dynamics(q, u, z, b.inputs, b.params, t)
+        if applied is not None:
+            applied[:] = b.inputs
+        if b.servo[0] > 0:
+            apply_servos(b.servo, q, u, b.inputs, t, view(b.out, "mass_matrix"), view(b.out, "forcing")[:, 0], applied)
         if not np.all(view(b.out, "spring_lengths") > SPRING_MIN_LENGTH):
             return 5
         qdot[:] = view(b.out, "qdot")[:, 0]

@@ -3,8 +3,11 @@
 Pure Python (no rclpy): the node passes message fields in and gets efforts or voltages, or a
 :class:`CommandError`, out.  Conventions follow ros2_control's forward command controllers:
 ``effort_commands`` carries one value per actuated joint in ``Simulator.actuated_joints`` order,
-``joint_commands`` (``sensor_msgs/JointState``) sets the ``effort`` of the joints it names and
-leaves the others unchanged.  Voltages of DC motors alike: ``voltage_commands`` one value per motor
+``joint_commands`` (``sensor_msgs/JointState``) commands the joints it names and leaves the others
+unchanged, each on the interface its fields select (topic_based_ros2_control's convention: a
+field may be empty, else it has one value per name, NaN meaning "not on this interface"):
+``position`` given -> a position servo (``velocity`` then its velocity reference, ``effort`` its
+feed-forward), else ``velocity`` -> a velocity servo, else ``effort`` -> the effort alone.  Voltages of DC motors alike: ``voltage_commands`` one value per motor
 in ``Simulator.motors`` order, ``voltage_joint_commands`` (``sensor_msgs/JointState``) the
 voltage of each motor it names (by motor name or by the name of the motor's joint) in ``effort``.
 
@@ -19,11 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
-    "CommandError", "effort_array", "joint_efforts", "voltage_array", "motor_voltages", "TimedCommands",
+    "CommandError", "JointCommand", "effort_array", "joint_commands", "joint_efforts", "voltage_array", "motor_voltages", "TimedCommands",
     "EffortCommands", "VOLTAGE_TOPICS",
 ]
 
@@ -35,7 +39,9 @@ class CommandError(ValueError):
     """A command the node rejects.  ``kind`` names the problem (one throttled warning per kind):
     ``length``, ``not_finite``, ``unknown_joint``, ``duplicate_joint``, ``empty``, ``no_motor``,
     ``motorized_joint`` (an effort for a joint a motor drives), ``unknown_motor``,
-    ``duplicate_motor``, ``too_many`` (more names than the robot has inputs)."""
+    ``duplicate_motor``, ``too_many`` (more names than the robot has inputs), ``no_value`` (a
+    joint with no value on any interface), ``no_servo`` (a position or velocity for a joint
+    without a servo)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -128,6 +134,92 @@ def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequen
     if duplicates:
         raise CommandError("duplicate_joint", f"joint(s) named twice: {_listed(duplicates)}")
     return dict(zip(names, _finite(list(efforts), names).tolist()))
+
+
+@dataclass(frozen=True)
+class JointCommand:
+    """One joint's command: ``mode`` "effort", "position" or "velocity"; ``effort`` the effort or
+    the servo's feed-forward (0 when not given), ``velocity`` the velocity reference (0 when not
+    given for a position)."""
+
+    mode: str
+    position: float = 0.0
+    velocity: float = 0.0
+    effort: float = 0.0
+
+
+def _interface(values: Sequence[float], names: Sequence[str], field: str) -> np.ndarray | None:
+    """A JointState field: None when empty, else one value per name, finite or NaN (not given)."""
+    if not len(values):
+        return None
+    if len(values) != len(names):
+        raise CommandError("length", f"{len(names)} names but {len(values)} values in {field} "
+                                     "(each field is empty or has one value per name)")
+    array = np.asarray(values, dtype=float)
+    bad = [f"{name}={value}" for name, value in zip(names, array.tolist()) if math.isinf(value)]
+    if bad:
+        raise CommandError("not_finite", f"infinite {field} ({', '.join(bad[:LISTED])}); NaN means not commanded")
+    return array
+
+
+def _given(array: np.ndarray | None, k: int) -> bool:
+    return array is not None and not math.isnan(array[k])
+
+
+def joint_commands(names: Sequence[str], positions: Sequence[float], velocities: Sequence[float],
+                   efforts: Sequence[float], joints: Sequence[str], servoed: Sequence[str] = (),
+                   motorized: Mapping[str, str] | None = None) -> dict[str, JointCommand]:
+    """The commands of a ``JointState`` message by joint (see the module docstring).
+
+    `joints` take efforts, `servoed` (a subset) also positions and velocities; a name in
+    `motorized` (joint -> motor) is refused as ``motorized_joint``.  All or nothing: a message
+    with one bad joint changes none.
+    """
+    motorized = dict(motorized or {})
+    names = list(names)
+    if not names:
+        raise CommandError("empty", "the command names no joint")
+    _check_size(names, len(joints) + len(motorized), "joint")
+    fields = [_interface(values, names, field) for values, field in
+              ((positions, "position"), (velocities, "velocity"), (efforts, "effort"))]
+    driven = [name for name in dict.fromkeys(names) if name in motorized]
+    if driven:
+        raise CommandError("motorized_joint", _driven_by(driven[:LISTED], motorized))
+    known = set(joints)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise CommandError("unknown_joint", f"unknown or unactuated joint(s) {_listed(unknown)}; "
+                                            f"actuated joints: {', '.join(joints) or 'none'}")
+    duplicates = _repeated(names)
+    if duplicates:
+        raise CommandError("duplicate_joint", f"joint(s) named twice: {_listed(duplicates)}")
+    return _select(names, *fields, set(servoed))
+
+
+def _select(names: list[str], position, velocity, effort, servoed: set[str]) -> dict[str, JointCommand]:
+    """Each joint's interface from the fields it has a value in."""
+    commands, empty, unservoed = {}, [], []
+    for k, name in enumerate(names):
+        feed_forward = float(effort[k]) if _given(effort, k) else 0.0
+        if _given(position, k) or _given(velocity, k):
+            if name not in servoed:
+                unservoed.append(name)
+                continue
+            v = float(velocity[k]) if _given(velocity, k) else 0.0
+            mode = "position" if _given(position, k) else "velocity"
+            p = float(position[k]) if mode == "position" else 0.0
+            commands[name] = JointCommand(mode, p, v, feed_forward)
+        elif _given(effort, k):
+            commands[name] = JointCommand("effort", effort=feed_forward)
+        else:
+            empty.append(name)
+    if unservoed:
+        raise CommandError("no_servo", f"joint(s) {_listed(unservoed)} take efforts only (no position or velocity "
+                                       f"servo); servoed joints: {', '.join(sorted(servoed)) or 'none'}")
+    if empty:
+        raise CommandError("no_value", f"joint(s) {_listed(empty)} have no position, velocity or effort "
+                                       "(every field empty or NaN)")
+    return commands
 
 
 def _no_motor() -> CommandError:

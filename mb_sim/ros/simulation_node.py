@@ -30,6 +30,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from tf2_msgs.msg import TFMessage
@@ -40,11 +41,13 @@ from mb_sim.model import ComponentError, Robot, load_urdf
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
 from mb_sim.ros.commands import (
-    CommandError, TimedCommands, effort_array, joint_efforts, motor_voltages, voltage_array,
+    CommandError, TimedCommands, effort_array, joint_commands, motor_voltages, voltage_array,
 )
+from mb_sim.ros.trajectory_commands import TrajectoryPoint, trajectory_waypoints
 from mb_sim.ros.conversions import stamp, transform_stamped, wrench_stamped
 from mb_sim.ros.motors import motor_diagnostics, motor_states_message
 from mb_sim.ros.reactions import loop_wrenches
+from mb_sim.ros.simulation_interfaces_server import SimulationInterfacesServer
 from mb_sim.ros.springs import spring_markers
 from mb_sim.ros.state_messages import StateMessages
 from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses, frame_tree
@@ -53,6 +56,7 @@ from mb_sim.ros.pacing import (
     steps_per_period,
 )
 from mb_sim.sim import SimulationError, Simulator
+from mb_sim.sim.trajectory import TrajectoryError, joint_segments
 from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
@@ -122,6 +126,7 @@ class SimulationNode(Node):
         self.urdf_text = self._load_simulator()
         self.robot = self.sim.robot
         self._set_initial_positions()
+        self._declare_servo_gains()
         self._constraint_services = self._switch_constraints()
         self._tree = frame_tree(self.robot, self.world_frame, self.frame_prefix)
         if self.world_frame in {edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}:
@@ -134,8 +139,9 @@ class SimulationNode(Node):
         self.period_steps = steps_per_period(self.dt, self.publish_rate)
         self._pacer = Pacer(self.dt, self.period_steps, self.real_time_factor)
         self._monitor = RateMonitor()
-        self._commands = TimedCommands(self.sim.actuated_joints, self.command_timeout)  # efforts
-        self._voltages = TimedCommands(self.sim.motors, self.command_timeout)
+        timeout = 0.0 if self.lockstep else self.command_timeout  # in lockstep commands never go stale
+        self._commands = TimedCommands(self.sim.actuated_joints, timeout)  # efforts (servo feed-forward)
+        self._voltages = TimedCommands(self.sim.motors, timeout)
         self._motorized = {joint: motor for motor, joint in self.sim.motor_joints.items()}  # joint -> motor
         self._prismatic_motors = {motor for motor, joint in self.sim.motor_joints.items()
                                   if self.robot.joints[joint].joint_description.type == "prismatic"}
@@ -170,6 +176,8 @@ class SimulationNode(Node):
         self._effort_sub = self.create_subscription(
             Float64MultiArray, "~/effort_commands", self._on_effort_commands, 10)
         self._joint_sub = self.create_subscription(JointState, "~/joint_commands", self._on_joint_commands, 10)
+        self._trajectory_sub = self.create_subscription(
+            JointTrajectory, "~/joint_trajectory", self._on_joint_trajectory, 10)
         self._voltage_sub = self.create_subscription(
             Float64MultiArray, "~/voltage_commands", self._on_voltage_commands, 10)
         self._voltage_joint_sub = self.create_subscription(
@@ -186,6 +194,7 @@ class SimulationNode(Node):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._tick_timer = self.create_timer(self._tick_period(), self._on_tick, clock=steady)
         self._diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
+        self._simulation_interfaces = SimulationInterfacesServer(self)
 
     # -- parameters --------------------------------------------------------------------------
     def _declare_parameters(self) -> None:
@@ -219,6 +228,18 @@ class SimulationNode(Node):
         self.declare_parameter("strict", False, _descriptor(
             "Refuse a URDF the loader would repair (inertias judged per moving body, rounding, a mimic on a fixed "
             "joint) instead of loading it with the repairs logged."))
+        self.declare_parameter("lockstep", False, _descriptor(
+            "Advance exactly one publish period each time a command arrives (on any command topic) and "
+            "wait otherwise: the same controller gives the same trajectory on any machine and under any load."))
+        self.declare_parameter("servo_frequency", 10.0, _descriptor(
+            "Natural frequency [Hz] of the joint servos' default gains (critically damped about each joint's "
+            "smallest effective inertia); gains.<joint>.p and .d override them.", numeric=True))
+        self.declare_parameter("servo_feed_forward", True, _descriptor(
+            "Whether position, velocity and trajectory servos add the computed-torque feed-forward to their "
+            "PD law (they then follow their references exactly within the effort limits); false: plain PD."))
+        self.declare_parameter("allow_partial_joints_goal", False, _descriptor(
+            "Accept ~/joint_trajectory messages that leave out joints (as joint_trajectory_controller's "
+            "parameter); those joints keep what they follow."))
         self.declare_parameter("spring_force_scale", 10.0, _descriptor(
             "Spring-damper force [N] from which ~/springs shows a spring fully red (tension) or blue "
             "(compression); grey at zero force.", numeric=True))
@@ -242,6 +263,10 @@ class SimulationNode(Node):
         self.world_frame = self._string("world_frame")
         self.frame_prefix = self._string("frame_prefix", allow_empty=True)
         self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
+        self.lockstep = self.get_parameter("lockstep").value is True
+        self.allow_partial = self.get_parameter("allow_partial_joints_goal").value is True
+        self.servo_frequency = self._number("servo_frequency", lambda v: 0 < v <= 1e4, "must be in (0, 10000] Hz")
+        self.servo_feed_forward = self.get_parameter("servo_feed_forward").value is not False
 
     def _bounded(self, name: str) -> float:
         """The value of a parameter of PARAMETER_BOUNDS (also before it could be declared)."""
@@ -342,7 +367,20 @@ class SimulationNode(Node):
     def _simulator_options(self) -> dict:
         """Simulator keyword arguments from parameters: ``default_effort_limit`` (0: none)."""
         limit = self._number("default_effort_limit", lambda v: v >= 0, "must be zero (no limit) or positive")
-        return {"default_effort_limit": limit or None}
+        return {"default_effort_limit": limit or None, "servo_frequency": self.servo_frequency,
+                "servo_feed_forward": self.servo_feed_forward}
+
+    def _declare_servo_gains(self) -> None:
+        """Declare ``gains.<joint>.p`` and ``.d`` for every servoed joint (defaults: the servo's) and
+        apply them."""
+        servos = self.sim.servos
+        for joint in servos.joints:
+            for name, value in zip(("p", "d"), servos.default_gains[joint]):
+                self.declare_parameter(f"gains.{joint}.{name}", float(value), _descriptor(
+                    f"Servo {'position' if name == 'p' else 'velocity'} gain of joint {joint} "
+                    f"[N m/rad or N/m{', per s' if name == 'd' else ''}].", numeric=True))
+            gains = [self._number(f"gains.{joint}.{n}", lambda v: v >= 0, "must not be negative") for n in "pd"]
+            servos.set_gains(joint, *gains)
 
     def _set_initial_positions(self) -> None:
         """Declare ``initial_positions.<joint>`` for every independent one-DoF joint (one the
@@ -397,6 +435,12 @@ class SimulationNode(Node):
                  f"~/effort_commands order: [{', '.join(actuated)}]" if actuated else
                  f"robot '{self.robot.name}': {len(self.sim.coordinate_names)} coordinates; no actuated joint "
                  "(~/effort_commands takes empty arrays)")
+        if self.sim.servos.joints:
+            log.info(f"~/joint_commands takes position, velocity and/or effort per joint, ~/joint_trajectory "
+                     f"trajectories, for [{', '.join(self.sim.servos.joints)}] (servos at every physics step, "
+                     f"gains.<joint>.p/.d, feed-forward {'on' if self.servo_feed_forward else 'off'})")
+        if self.lockstep:
+            log.info("lockstep: each command advances one publish period; the simulation waits otherwise")
         if self.sim.motors:
             motors = ", ".join(f"{motor} (joint {joint}, +-{limit:g} V)" for (motor, joint), limit
                                in zip(self.sim.motor_joints.items(), self.sim.voltage_limits))
@@ -442,14 +486,50 @@ class SimulationNode(Node):
             self._reject(self._effort_sub.topic_name, err)
             return
         self._commands.set_all(efforts, self._command_time())
+        self._step_locked()
 
     def _on_joint_commands(self, message: JointState) -> None:
         try:
-            efforts = joint_efforts(message.name, message.effort, self.sim.actuated_joints, self._motorized)
+            commands = joint_commands(message.name, message.position, message.velocity, message.effort,
+                                      self.sim.actuated_joints, self.sim.servos.joints, self._motorized)
         except CommandError as err:
             self._reject(self._joint_sub.topic_name, err)
             return
-        self._commands.set_some(efforts, self._command_time())
+        servos, now = self.sim.servos, self.sim.time
+        for joint, command in commands.items():
+            if command.mode == "position":
+                servos.hold_position(joint, command.position, command.velocity, now)
+            elif command.mode == "velocity":
+                servos.hold_velocity(joint, command.velocity, now)
+            else:
+                servos.release(joint)
+        self._commands.set_some({joint: c.effort for joint, c in commands.items()}, self._command_time())
+        self._step_locked()
+
+    def _on_joint_trajectory(self, message: JointTrajectory) -> None:
+        """Follow a trajectory as joint_trajectory_controller does (see trajectory_commands)."""
+        stamp_ = message.header.stamp
+        start = stamp_.sec + 1e-9 * stamp_.nanosec if (stamp_.sec or stamp_.nanosec) else self.sim.time
+        points = [TrajectoryPoint(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec, p.positions,
+                                  p.velocities, p.accelerations) for p in message.points]
+        try:
+            waypoints = trajectory_waypoints(message.joint_names, points, start, self.sim.servos.joints,
+                                             self.allow_partial, self._motorized)
+            plans = self._trajectory_plans(waypoints)
+        except (CommandError, TrajectoryError) as err:
+            error = err if isinstance(err, CommandError) else CommandError("past", str(err))
+            self._reject(self._trajectory_sub.topic_name, error)
+            return
+        for joint, segments in plans.items():
+            self.sim.servos.follow(joint, segments)
+        self._commands.set_some(dict.fromkeys(plans, 0.0), self._command_time())
+        self._step_locked()
+
+    def _trajectory_plans(self, waypoints: dict) -> dict:
+        """Each joint's segments from its current position and velocity (all or nothing)."""
+        q, u, indices, now = self.sim.q, self.sim.u, self.sim.joint_indices, self.sim.time
+        return {joint: joint_segments(now, q[indices[joint][0]], u[indices[joint][1]], points)
+                for joint, points in waypoints.items()}
 
     def _on_voltage_commands(self, message: Float64MultiArray) -> None:
         try:
@@ -458,6 +538,7 @@ class SimulationNode(Node):
             self._reject(self._voltage_sub.topic_name, err)
             return
         self._voltages.set_all(voltages, self._command_time())
+        self._step_locked()
 
     def _on_voltage_joint_commands(self, message: JointState) -> None:
         try:
@@ -466,6 +547,13 @@ class SimulationNode(Node):
             self._reject(self._voltage_joint_sub.topic_name, err)
             return
         self._voltages.set_some(voltages, self._command_time())
+        self._step_locked()
+
+    def _step_locked(self) -> None:
+        """In lockstep: a command arrived, so advance one publish period (unless not running) and
+        publish the state reached."""
+        if self.lockstep and self.running and self._advance(self.period_steps, self._current_inputs(time.monotonic())):
+            self._publish_state()
 
     def _command_time(self, now: float | None = None) -> float:
         """The clock commands age by: wall time (steady) that stands still while the simulation
@@ -496,7 +584,7 @@ class SimulationNode(Node):
     def _tick_period(self) -> float:
         """Wall seconds between ticks: a publish period, or FAST_TIMER_PERIOD while running as fast
         as possible (paused, the node only publishes /clock, once per publish period)."""
-        fast = self._pacer.as_fast_as_possible and self.running
+        fast = self._pacer.as_fast_as_possible and self.running and not self.lockstep
         return FAST_TIMER_PERIOD if fast else 1.0 / self.publish_rate
 
     def _retime(self) -> None:
@@ -515,7 +603,7 @@ class SimulationNode(Node):
     def _on_tick(self) -> None:
         now = time.monotonic()
         inputs = self._current_inputs(now)
-        if not self.running:
+        if not self.running or self.lockstep:  # in lockstep only commands advance
             self._publish_paused_clock(now)
             return
         if self._pacer.as_fast_as_possible:
@@ -617,7 +705,7 @@ class SimulationNode(Node):
         if self._failure is not None:
             response.success = False
             response.message = f"cannot step: the simulation diverged ({self._failure}); call ~/reset"
-        elif not self._paused:
+        elif not self._paused and not self.lockstep:
             response.success, response.message = False, "not paused: call ~/pause with data: true first"
         elif self._advance(self.period_steps, self._current_inputs(time.monotonic())):
             self._publish_state()

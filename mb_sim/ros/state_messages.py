@@ -81,7 +81,7 @@ class StateMessages:
         values[:n], values[n:2 * n] = b.q[self._q], b.u[self._u]
         efforts = values[2 * n:]
         efforts[:] = 0.0
-        efforts[self._actuated] = b.inputs[:len(self._actuated)]
+        efforts[self._actuated] = self.sim.efforts if self.sim.servos.active else b.inputs[:len(self._actuated)]
         if len(self._motorized):
             efforts[self._motorized] = view(b.out, "motor_states")[:, 2]
         return values

@@ -20,8 +20,8 @@ runaway reaches is orders of magnitude beyond (1e6 rad/s).  Joints without one
 :data:`TRANSLATIONAL_SPEED_BOUND` m/s for linear velocities.
 
 **Energy without input power.**  While nothing feeds power in (all efforts and voltages zero, no
-user force law, no spring-damper with a velocity offset, no component the watch does not know,
-e.g. a user's load group) the robot's energy cannot rise:
+joint servo acting, no user force law, no spring-damper with a velocity offset, no component the
+watch does not know, e.g. a user's load group) the robot's energy cannot rise:
 
     E = T + V + sum over stops of k d^2 / 2 + sum over motors of (n^2 J u^2 + L i^2) / 2
 
@@ -137,7 +137,7 @@ class RunawayWatch:
                  electrical_state_names: list[str], bounds: list[SpeedBound], check_energy: bool = True) -> None:
         self._model, self._speed_names = model, speed_names
         b = model.buffers
-        self._u, self._inputs, self._out, self._params = b.u, b.inputs, b.out, b.params
+        self._u, self._inputs, self._out, self._params, self._servo = b.u, b.inputs, b.out, b.params, b.servo
         self.bounds = bounds
         self._bound_values = np.array([s.bound for s in bounds]) if bounds else np.full(len(speed_names), np.inf)
         smallest = float(self._bound_values.min()) if len(self._bound_values) else math.inf
@@ -222,6 +222,8 @@ class RunawayWatch:
         """Why the energy is not judged now (a user force law, efforts not zero...); None: it is."""
         if self._blocked is not None:
             return self._blocked
+        if self._servo[0] > 0:
+            return "joint servos are active"
         return "efforts or voltages are not zero" if any(self._inputs.tolist()) else None
 
     def restart(self) -> None:
@@ -231,10 +233,14 @@ class RunawayWatch:
         if self._never is None:
             self._blocked = self._fed()
 
+    def _powered(self) -> bool:
+        """Whether power may be fed in: an effort or voltage not zero, or a joint servo acting."""
+        return self._servo[0] > 0 or any(self._inputs.tolist())
+
     def begin(self, time: float) -> None:
         """Before integrating: measure the energy the watch starts from, if it needs one and
         nothing feeds power in."""
-        if self._reference is None and self._blocked is None and not any(self._inputs.tolist()):
+        if self._reference is None and self._blocked is None and not self._powered():
             self._reference, self._kinetic_peak = self.energy(time)
             self._start_time, self._pending = time, 0
 
@@ -245,7 +251,7 @@ class RunawayWatch:
             raise error
         if self._reference is None:
             return
-        if any(self._inputs.tolist()):  # power fed in: judged again once the inputs are zero
+        if self._powered():  # power fed in: judged again once the inputs are zero
             self._reference = None
             return
         self._pending += steps

@@ -20,6 +20,7 @@ from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_nume
 from mb_sim.model import DCMotor, JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import EffortLimitWarning, SimulationError
+from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.runaway import (
     ROTATIONAL_SPEED_BOUND, SPEED_LIMIT_FACTOR, TRANSLATIONAL_SPEED_BOUND, RunawayWatch, speed_bounds,
 )
@@ -72,6 +73,9 @@ class Simulator:
         ``speed_limit_factor`` 0 or None: no speed check.  ``speed_bounds`` lists them.
     check_energy
         Whether an energy rising while no power is put in stops the simulation as a runaway.
+    servo_frequency, servo_feed_forward
+        The joint servos' default gains (natural frequency [Hz], critically damped) and whether
+        they add the computed-torque feed-forward (see ``servos``, :mod:`mb_sim.sim.servos`).
 
     ``runaway`` (a :class:`~mb_sim.sim.runaway.RunawayWatch`) judges runaways after every call of
     the integrator: speeds beyond their bounds (``speed_bounds``), an energy rising while no power
@@ -87,7 +91,8 @@ class Simulator:
                  progress: Callable[[str], None] | None = None, rtol: float = 1e-10, atol: float = 1e-10,
                  default_effort_limit: float | None = None, speed_limit_factor: float | None = SPEED_LIMIT_FACTOR,
                  default_speed_bounds: tuple[float, float] = (ROTATIONAL_SPEED_BOUND, TRANSLATIONAL_SPEED_BOUND),
-                 check_energy: bool = True) -> None:
+                 check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
+                 servo_feed_forward: bool = True) -> None:
         if integrator not in INTEGRATORS:
             raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
         if not dt > 0:
@@ -122,7 +127,9 @@ class Simulator:
                                      self.electrical_state_names, bounds, check_energy)
         self.time = 0.0
         self._set_neutral()
+        self._effective_inertia: np.ndarray | None = None  # computed when first needed
         self._tune_stops()
+        self.servos = self._make_servos(servo_frequency, servo_feed_forward)
         self._initial = (self.q, self.u, self.z, 0.0)
         self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
 
@@ -165,8 +172,17 @@ class Simulator:
 
     @property
     def efforts(self) -> np.ndarray:
-        """Applied efforts of the actuated joints (after clamping), in ``actuated_joints`` order."""
-        return self.model.buffers.inputs[:len(self.actuated_joints)].copy()
+        """Applied efforts of the actuated joints (after clamping; with a servo, the servo's
+        effort at the current state), in ``actuated_joints`` order."""
+        b, n = self.model.buffers, len(self.actuated_joints)
+        if not self.servos.active:
+            return b.inputs[:n].copy()
+        self.servos.refresh(self.time)
+        try:
+            self.model.forward_dynamics_into(self.time)
+        except FactorizationError:
+            return b.inputs[:n].copy()
+        return b.applied[:n].copy()
 
     @property
     def voltages(self) -> np.ndarray:
@@ -220,6 +236,7 @@ class Simulator:
         b = self.model.buffers
         b.q[:], b.u[:], b.z[:], b.inputs[:] = q, u, z, 0.0
         self.time = t
+        self.servos.clear()
         self.runaway.restart()
 
     def set_state(self, positions: Mapping[str, float] | None = None, velocities: Mapping[str, float] | None = None,
@@ -445,7 +462,10 @@ class Simulator:
             self.set_parameters({str(stop.k): inertia[speed] * omega**2, str(stop.c): 2.0 * inertia[speed] * omega})
 
     def _smallest_effective_inertia(self) -> np.ndarray:
-        """Per generalized speed, min over configurations of 1 / (M^-1)_ii (the state is kept)."""
+        """Per generalized speed, min over configurations of 1 / (M^-1)_ii (the state is kept;
+        computed once)."""
+        if self._effective_inertia is not None:
+            return self._effective_inertia
         model, b = self.model, self.model.buffers
         state = b.q.copy(), b.u.copy()
         try:
@@ -454,7 +474,17 @@ class Simulator:
                                  for q in configurations]
         finally:
             b.q[:], b.u[:] = state
-        return 1.0 / np.max(inverse_diagonals, axis=0)
+        self._effective_inertia = 1.0 / np.max(inverse_diagonals, axis=0)
+        return self._effective_inertia
+
+    def _make_servos(self, frequency: float, servo_feed_forward: bool) -> JointServos:
+        """Servos for the effort-actuated one-DoF joints, default gains from their effective inertia."""
+        joints = {name: (k, *self._one_dof[name]) for k, name in enumerate(self.actuated_joints) if name in self._one_dof}
+        effective = self._smallest_effective_inertia() if joints else None
+        inertia = [effective[self._one_dof[name][1]] for name in joints]
+        limits = [self.effort_limits[self._actuated_index[name]] for name in joints]
+        return JointServos(self.model.buffers.servo, joints, limits, inertia, self.dt, frequency,
+                           feed_forward=servo_feed_forward)
 
     def _random_poses(self, neutral: np.ndarray, count: int = 8) -> list[np.ndarray]:
         """Seeded poses with every one-DoF joint drawn inside its limits (within +-pi), the
@@ -503,6 +533,10 @@ class Simulator:
         try:
             while done < steps:
                 chunk = steps - done if steps - done < MAX_STEPS_PER_CALL else MAX_STEPS_PER_CALL
+                if self.servos.active:  # a trajectory's next segment starts with the first step after it
+                    upcoming = self.servos.refresh(start + done * dt)
+                    if upcoming < math.inf:
+                        chunk = min(chunk, max(1, math.ceil((upcoming - (start + done * dt)) / dt - 1e-9)))
                 model.rk4_into(dt, chunk, start + done * dt)
                 done += chunk
                 self.time = time = start + done * dt
@@ -615,6 +649,7 @@ class Simulator:
         needs): accelerations and constraint forces are then empty, the acceleration error NaN.
         """
         b, view = self.model.buffers, self.model.layout.view
+        efforts = self.efforts  # before the evaluation: with servos, the forward dynamics are called
         self.model.evaluate_into(self.time)
         A, bias = view(b.out, "constraint_matrix"), view(b.out, "constraint_bias")[:, 0]
         rows = view(b.out, "link_poses")
@@ -632,7 +667,7 @@ class Simulator:
             accelerations={},
             joint_positions={j: float(b.q[i]) for j, (i, _) in self._one_dof.items()},
             joint_velocities={j: float(b.u[k]) for j, (_, k) in self._one_dof.items()},
-            efforts=dict(zip(self.actuated_joints, b.inputs.tolist()))
+            efforts=dict(zip(self.actuated_joints, efforts.tolist()))
             | {joint: float(row[2]) for joint, row in zip(self.motor_joints.values(), view(b.out, "motor_states"))},
             link_poses=poses,
             position_error=largest(view(b.out, "phi")[:, 0]),
