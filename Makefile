@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ROBOT ?= arm6
 
-.PHONY: setup sim test bench bench-plots clean
+.PHONY: setup sim test test-slow bench bench-plots clean
 
 setup:
 	@bash .ci/setup-env
@@ -14,6 +14,11 @@ sim: setup
 
 test: setup
 	@$(PY) -m pytest -q test
+
+# The heavy robots of the example-robot-data corpus (above 16 DoF: minutes to derive cold), which
+# `make test` skips; CI runs them after it.
+test-slow: setup
+	@$(PY) -m pytest -q -m slow test/test_robot_corpus.py
 
 # Benchmarks: MuJoCo (bench/requirements.txt) is installed here only, not by set-up (tests and CI do not
 # need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".
