@@ -47,7 +47,7 @@ from mb_sim.ros.teardown import bounded_teardown, end_process, interrupted, run_
 __all__ = ["Gains", "SineTarget", "pd_efforts", "DemoController", "main", "NODE_NAME"]
 
 NODE_NAME = "mb_sim_demo_controller"
-COMMAND_TOPIC = "/mb_sim/joint_commands"
+COMMAND_TOPIC = "mb_sim/joint_commands"  # relative: the namespace it is launched in
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class DemoController(Node):
         self._gains: dict[str, Gains] = {}
         self._joints: list[str] = []
         self._publisher = self.create_publisher(JointState, COMMAND_TOPIC, 10)
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, qos_profile_sensor_data)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, qos_profile_sensor_data)
         self.get_logger().info(
             f"tracking {self._target.amplitude} sin(2 pi {self._target.frequency} t + phase) on "
             f"{', '.join(self._wanted) or 'every joint'}; publishing {COMMAND_TOPIC}")

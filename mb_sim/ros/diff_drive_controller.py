@@ -71,7 +71,7 @@ from mb_sim.ros.teardown import bounded_teardown, end_process, interrupted, run_
 __all__ = ["DiffDriveController", "DescriptionRefused", "main", "NODE_NAME", "COMMAND_TOPIC", "DESCRIPTION_QOS"]
 
 NODE_NAME = "mb_sim_diff_drive_controller"
-COMMAND_TOPIC = "/mb_sim/voltage_joint_commands"
+COMMAND_TOPIC = "mb_sim/voltage_joint_commands"  # relative: the namespace it is launched in
 #: As the simulator publishes /robot_description: a late subscriber still gets it.
 DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
@@ -97,12 +97,12 @@ class DiffDriveController(Node):
         self._description: str | None = None
         self._command_pub = self.create_publisher(JointState, COMMAND_TOPIC, 10)
         self._odom_pub = self.create_publisher(Odometry, "~/odom", 10)
-        self.create_subscription(String, "/robot_description", self._on_description, DESCRIPTION_QOS)
+        self.create_subscription(String, "robot_description", self._on_description, DESCRIPTION_QOS)
         if self.use_stamped_vel:
             self.create_subscription(TwistStamped, "/cmd_vel", lambda msg: self._on_cmd_vel(msg.twist), 10)
         else:
             self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, qos_profile_sensor_data)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, qos_profile_sensor_data)
         self.get_logger().info(f"waiting for /robot_description; /cmd_vel as "
                                f"{'TwistStamped' if self.use_stamped_vel else 'Twist'}")
 

@@ -4,6 +4,11 @@ Node ``mb_sim`` (:class:`mb_sim.ros.simulation_node.SimulationNode`); its parame
 documented in ``config/mb_sim.yaml``.  Frame ids are ``frame_prefix + link``; a root link named
 ``world`` is the frame ``world_frame`` itself.
 
+Topics and services are in the node's namespace (``joint_states``, ``odom``,
+``robot_description`` and the private ``~/...`` ones) except the global ``/tf``, ``/tf_static``,
+``/clock`` and ``/diagnostics``: two robots run side by side as two nodes in two namespaces with
+two ``frame_prefix`` values (``launch/two_robots.launch.py``), only one publishing ``/clock``.
+
 Publishes
     ``/joint_states`` (sensor_msgs/JointState) every publish period: position, velocity and
     applied effort of every one-DoF joint (the commanded effort after clamping; for a joint a DC
@@ -16,6 +21,7 @@ Publishes
     (evaluated with the simulator's current parameter values).
     ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics; while
     paused (or after a divergence) the paused time, once per publish period, as Gazebo does.
+    Not published with ``publish_clock`` false.
     ``/robot_description`` (std_msgs/String, transient local): the URDF.
     ``~/constraints/<name>/wrench`` (geometry_msgs/WrenchStamped), one per loop joint (``<name>``
     the token of its ``enable`` service), robots with loop joints only, every publish period
@@ -53,8 +59,13 @@ Subscribes (ros2_control conventions)
     ``~/effort_commands`` (std_msgs/Float64MultiArray): one effort per actuated joint, in
     ``Simulator.actuated_joints`` order (logged at start-up); clamped to the URDF effort limits.
     A joint a DC motor drives is not an actuated joint: it takes a voltage, not an effort.
-    ``~/joint_commands`` (sensor_msgs/JointState): the ``effort`` of each joint in ``name``; the
-    other joints keep their command.  Naming a joint a motor drives refuses the message ("joint
+    ``~/joint_commands`` (sensor_msgs/JointState): each joint in ``name`` on the interface its
+    fields select (``position`` -> position servo, else ``velocity`` -> velocity servo, else
+    ``effort``; NaN = not on that interface; :mod:`mb_sim.ros.commands`); the other joints keep
+    their command.  ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory): followed as
+    joint_trajectory_controller does (:mod:`mb_sim.ros.trajectory_commands`).  The servos run in
+    the generated code at every physics step (:mod:`mb_sim.sim.servos`).  With ``lockstep``, each
+    command advances one publish period.  Naming a joint a motor drives refuses the message ("joint
     X is driven by motor Y: use ~/voltage_commands or ~/voltage_joint_commands"); so does an
     ``~/effort_commands`` array with a value for such joints too.
     ``~/voltage_commands`` (std_msgs/Float64MultiArray): one voltage [V] per DC motor (``<dc_motor>``

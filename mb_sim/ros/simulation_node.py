@@ -160,12 +160,12 @@ class SimulationNode(Node):
         self._log_start()
 
     def _create_interfaces(self) -> None:
-        self._joint_pub = self.create_publisher(JointState, "/joint_states", 10)
+        self._joint_pub = self.create_publisher(JointState, "joint_states", 10)  # in the node's namespace
         self._tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
-        self._odom_pub = self.create_publisher(Odometry, "/odom", 10) if self._tree.odometry else None
-        self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10)
-        self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
+        self._odom_pub = self.create_publisher(Odometry, "odom", 10) if self._tree.odometry else None
+        self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10) if self.publish_clock else None
+        self._description_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._wrench_pubs = [self.create_publisher(WrenchStamped, wrench.topic, 10) for wrench in self._wrenches]
         self._springs_pub = (self.create_publisher(MarkerArray, SPRINGS_TOPIC, 10) if self.robot.spring_dampers
@@ -228,6 +228,8 @@ class SimulationNode(Node):
         self.declare_parameter("strict", False, _descriptor(
             "Refuse a URDF the loader would repair (inertias judged per moving body, rounding, a mimic on a fixed "
             "joint) instead of loading it with the repairs logged."))
+        self.declare_parameter("publish_clock", True, _descriptor(
+            "Publish /clock (sim time). With several simulation nodes in one system, let one of them publish it."))
         self.declare_parameter("lockstep", False, _descriptor(
             "Advance exactly one publish period each time a command arrives (on any command topic) and "
             "wait otherwise: the same controller gives the same trajectory on any machine and under any load."))
@@ -264,6 +266,7 @@ class SimulationNode(Node):
         self.frame_prefix = self._string("frame_prefix", allow_empty=True)
         self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
         self.lockstep = self.get_parameter("lockstep").value is True
+        self.publish_clock = self.get_parameter("publish_clock").value is not False
         self.allow_partial = self.get_parameter("allow_partial_joints_goal").value is True
         self.servo_frequency = self._number("servo_frequency", lambda v: 0 < v <= 1e4, "must be in (0, 10000] Hz")
         self.servo_feed_forward = self.get_parameter("servo_feed_forward").value is not False
@@ -636,7 +639,7 @@ class SimulationNode(Node):
     def _publish_paused_clock(self, now: float) -> None:
         """/clock keeps the paused (or diverged) sim time, once per publish period, as Gazebo does:
         nodes on sim time see time standing still rather than no time at all."""
-        if now - self._last_clock >= 0.999 / self.publish_rate:
+        if self._clock_pub is not None and now - self._last_clock >= 0.999 / self.publish_rate:
             self._last_clock = now
             self._clock_pub.publish(self._messages.clock())
 
@@ -764,7 +767,8 @@ class SimulationNode(Node):
             self._odom_pub.publish(message)
         if out is not None:
             self._publish_extras(out)
-        self._clock_pub.publish(state.clock)
+        if self._clock_pub is not None:
+            self._clock_pub.publish(state.clock)
         self._last_clock = time.monotonic()
 
     def _publish_extras(self, out) -> None:
@@ -835,7 +839,7 @@ class SimulationNode(Node):
             level, message = DiagnosticStatus.WARN, f"commands stale (older than {self.command_timeout:g} s)"
         else:
             level, message = DiagnosticStatus.OK, values["state"]
-        status = DiagnosticStatus(level=level, name=f"mb_sim: {self.robot.name}", message=message,
+        status = DiagnosticStatus(level=level, name=f"{self.get_fully_qualified_name().lstrip('/')}: {self.robot.name}", message=message,
                                   hardware_id=self.robot.name,
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
