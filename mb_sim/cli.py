@@ -396,6 +396,39 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
     simulate.set_defaults(run=_simulate)
 
 
+def _replay(args: argparse.Namespace) -> int:
+    """Re-run a node's recording offline and report the largest differences from its states."""
+    from mb_sim.ros.replay import ReplayError, replay
+
+    if not args.file.is_file():
+        raise CommandError(f"{args.file}: no such file")
+    try:
+        with _culprit(str(args.file)):
+            report = replay(args.file, progress=None if args.quiet else _note)
+    except ReplayError as err:
+        raise CommandError(str(err)) from None
+    print(report.summary())
+    if args.tolerance is not None and not report.largest <= args.tolerance:
+        print(f"mb-sim: the replay differs from the recording by {report.largest:.3g} > --tolerance "
+              f"{args.tolerance:g}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_replay(commands: argparse._SubParsersAction) -> None:
+    """The ``replay`` sub-command."""
+    replay = commands.add_parser(
+        "replay", help="re-run a node's recording (record_file, ~/record) and compare with its states",
+        description="Rebuild the simulation a recording started from, apply its commands at the sim times "
+                    "they took effect, and print the largest differences from the recorded joint states "
+                    "(zero to rounding in lockstep).")
+    replay.add_argument("file", type=Path, metavar="FILE.mcap", help="a recording of mb_sim_node")
+    replay.add_argument("--tolerance", type=_positive, metavar="TOL",
+                        help="exit with status 1 if a difference exceeds TOL")
+    replay.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    replay.set_defaults(run=_replay)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per task."""
     parser = _Parser(prog="mb-sim", description=__doc__)
@@ -419,6 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_backend(derive)
     derive.set_defaults(run=_derive)
     _add_simulate(commands)
+    _add_replay(commands)
     return parser
 
 

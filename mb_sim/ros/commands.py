@@ -325,6 +325,11 @@ class TimedCommands:
         return self._values.copy(), expired
 
     @property
+    def values(self) -> np.ndarray:
+        """The commanded values as they stand (a copy; stale ones zero once noticed)."""
+        return self._values.copy()
+
+    @property
     def stale(self) -> bool:
         """Whether some input's last command timed out (and none came since)."""
         return bool(self._timed_out.any())

@@ -65,7 +65,9 @@ Subscribes (ros2_control conventions)
     their command.  ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory): followed as
     joint_trajectory_controller does (:mod:`mb_sim.ros.trajectory_commands`).  The servos run in
     the generated code at every physics step (:mod:`mb_sim.sim.servos`).  With ``lockstep``, each
-    command advances one publish period.  Naming a joint a motor drives refuses the message ("joint
+    command advances one publish period.  Accepted commands, resets, constraint switches and
+    timeouts, and the joint states go to an MCAP recording while one is open (``record_file``,
+    ``~/record``; :mod:`mb_sim.ros.recorder`); ``mb-sim replay`` re-runs it.  Naming a joint a motor drives refuses the message ("joint
     X is driven by motor Y: use ~/voltage_commands or ~/voltage_joint_commands"); so does an
     ``~/effort_commands`` array with a value for such joints too.
     ``~/voltage_commands`` (std_msgs/Float64MultiArray): one voltage [V] per DC motor (``<dc_motor>``
@@ -98,8 +100,10 @@ Services (std_srvs)
     A pause stays.
     ``~/pause`` (SetBool): true pauses (no physics; /clock holds the paused time, /diagnostics
     goes on, nothing else is published), false resumes (refused after a divergence: reset first).
-    ``~/step`` (Trigger): while paused, advance exactly one publish period (a whole number of
-    physics steps) and publish; refused when not paused.
+    ``~/step`` (Trigger): while paused or in lockstep, advance exactly one publish period (a
+    whole number of physics steps) and publish; refused otherwise.
+    ``~/record`` (SetBool): true starts a recording (to ``record_file``, else a time-stamped file
+    in the working directory), false closes it; the response names the file.
     ``~/constraints/<name>/enable`` (SetBool), one per named constraint (a mimic joint's, a loop
     joint's...; ``<name>`` made a valid ROS token, see :mod:`mb_sim.ros.constraint_services`):
     true enforces it (the state is projected onto it and republished at once), false releases

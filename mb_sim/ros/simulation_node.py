@@ -9,6 +9,7 @@ markers), :mod:`~mb_sim.ros.motors` (motor states) and :mod:`~mb_sim.ros.convers
 """
 from __future__ import annotations
 
+import datetime
 import math
 import time
 import warnings
@@ -28,6 +29,7 @@ from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
@@ -40,10 +42,9 @@ from mb_sim.codegen import CodegenError, FactorizationError
 from mb_sim.model import ComponentError, Robot, load_urdf
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
-from mb_sim.ros.commands import (
-    CommandError, TimedCommands, effort_array, joint_commands, motor_voltages, voltage_array,
-)
-from mb_sim.ros.trajectory_commands import TrajectoryPoint, trajectory_waypoints
+from mb_sim.ros.command_router import COMMAND_TOPICS, CommandRouter
+from mb_sim.ros.commands import CommandError
+from mb_sim.ros.recorder import Recorder
 from mb_sim.ros.conversions import stamp, transform_stamped, wrench_stamped
 from mb_sim.ros.motors import motor_diagnostics, motor_states_message
 from mb_sim.ros.reactions import loop_wrenches
@@ -56,7 +57,6 @@ from mb_sim.ros.pacing import (
     steps_per_period,
 )
 from mb_sim.sim import SimulationError, Simulator
-from mb_sim.sim.trajectory import TrajectoryError, joint_segments
 from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
@@ -140,9 +140,8 @@ class SimulationNode(Node):
         self._pacer = Pacer(self.dt, self.period_steps, self.real_time_factor)
         self._monitor = RateMonitor()
         timeout = 0.0 if self.lockstep else self.command_timeout  # in lockstep commands never go stale
-        self._commands = TimedCommands(self.sim.actuated_joints, timeout)  # efforts (servo feed-forward)
-        self._voltages = TimedCommands(self.sim.motors, timeout)
-        self._motorized = {joint: motor for motor, joint in self.sim.motor_joints.items()}  # joint -> motor
+        self._router = CommandRouter(self.sim, timeout, self.allow_partial)
+        self._commands, self._voltages = self._router.efforts, self._router.voltages
         self._prismatic_motors = {motor for motor, joint in self.sim.motor_joints.items()
                                   if self.robot.joints[joint].joint_description.type == "prismatic"}
         self._paused = self.start_paused
@@ -152,8 +151,11 @@ class SimulationNode(Node):
         self._stopped_since = time.monotonic() if self._paused else None  # not running since (wall)
         self._stopped_total = 0.0  # wall seconds not running before that
         self._throttled_loggers: dict = {}  # (topic, kind of problem) -> logger
+        self._recorder: Recorder | None = None
 
         self._create_interfaces()
+        if self.record_file:
+            self._start_recording(self.record_file)
         self._description_pub.publish(String(data=self.urdf_text))
         self._publish_static_transforms()
         self._publish_state()
@@ -173,19 +175,17 @@ class SimulationNode(Node):
         self._motor_states_pub = (self.create_publisher(Float64MultiArray, MOTOR_STATES_TOPIC, 10) if self.sim.motors
                                   else None)
 
-        self._effort_sub = self.create_subscription(
-            Float64MultiArray, "~/effort_commands", self._on_effort_commands, 10)
-        self._joint_sub = self.create_subscription(JointState, "~/joint_commands", self._on_joint_commands, 10)
-        self._trajectory_sub = self.create_subscription(
-            JointTrajectory, "~/joint_trajectory", self._on_joint_trajectory, 10)
-        self._voltage_sub = self.create_subscription(
-            Float64MultiArray, "~/voltage_commands", self._on_voltage_commands, 10)
-        self._voltage_joint_sub = self.create_subscription(
-            JointState, "~/voltage_joint_commands", self._on_voltage_joint_commands, 10)
+        message_types = {"effort_commands": Float64MultiArray, "joint_commands": JointState,
+                         "voltage_commands": Float64MultiArray, "voltage_joint_commands": JointState,
+                         "joint_trajectory": JointTrajectory}
+        self._command_subs = {topic: self.create_subscription(
+            message_types[topic], f"~/{topic}", lambda message, topic=topic: self._on_command(topic, message), 10)
+            for topic in COMMAND_TOPICS}
 
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
         self.create_service(Trigger, "~/step", self._on_step)
+        self.create_service(SetBool, "~/record", self._on_record)
         for constraint, service in self._constraint_services.items():
             self.create_service(SetBool, service,
                                 lambda request, response, name=constraint: self._on_constraint(name, request, response))
@@ -228,6 +228,9 @@ class SimulationNode(Node):
         self.declare_parameter("strict", False, _descriptor(
             "Refuse a URDF the loader would repair (inertias judged per moving body, rounding, a mimic on a fixed "
             "joint) instead of loading it with the repairs logged."))
+        self.declare_parameter("record_file", "", _descriptor(
+            "Record commands in and states out to this MCAP file from the start (mb-sim replay re-runs it); "
+            "~/record starts and stops recordings at run time."))
         self.declare_parameter("publish_clock", True, _descriptor(
             "Publish /clock (sim time). With several simulation nodes in one system, let one of them publish it."))
         self.declare_parameter("lockstep", False, _descriptor(
@@ -267,6 +270,7 @@ class SimulationNode(Node):
         self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
         self.lockstep = self.get_parameter("lockstep").value is True
         self.publish_clock = self.get_parameter("publish_clock").value is not False
+        self.record_file = self._string("record_file", allow_empty=True)
         self.allow_partial = self.get_parameter("allow_partial_joints_goal").value is True
         self.servo_frequency = self._number("servo_frequency", lambda v: 0 < v <= 1e4, "must be in (0, 10000] Hz")
         self.servo_feed_forward = self.get_parameter("servo_feed_forward").value is not False
@@ -482,74 +486,16 @@ class SimulationNode(Node):
         self._throttled_loggers[key].warning(f"{topic}: command rejected: {error}",
                                              throttle_duration_sec=WARNING_THROTTLE)
 
-    def _on_effort_commands(self, message: Float64MultiArray) -> None:
+    def _on_command(self, topic: str, message) -> None:
+        """A message on command topic ``~/<topic>``: applied whole, or rejected with a warning."""
         try:
-            efforts = effort_array(message.data, self.sim.actuated_joints, self._motorized)
+            self._router.handle(topic, message, self._command_time())
         except CommandError as err:
-            self._reject(self._effort_sub.topic_name, err)
+            self._reject(self._command_subs[topic].topic_name, err)
             return
-        self._commands.set_all(efforts, self._command_time())
-        self._step_locked()
-
-    def _on_joint_commands(self, message: JointState) -> None:
-        try:
-            commands = joint_commands(message.name, message.position, message.velocity, message.effort,
-                                      self.sim.actuated_joints, self.sim.servos.joints, self._motorized)
-        except CommandError as err:
-            self._reject(self._joint_sub.topic_name, err)
-            return
-        servos, now = self.sim.servos, self.sim.time
-        for joint, command in commands.items():
-            if command.mode == "position":
-                servos.hold_position(joint, command.position, command.velocity, now)
-            elif command.mode == "velocity":
-                servos.hold_velocity(joint, command.velocity, now)
-            else:
-                servos.release(joint)
-        self._commands.set_some({joint: c.effort for joint, c in commands.items()}, self._command_time())
-        self._step_locked()
-
-    def _on_joint_trajectory(self, message: JointTrajectory) -> None:
-        """Follow a trajectory as joint_trajectory_controller does (see trajectory_commands)."""
-        stamp_ = message.header.stamp
-        start = stamp_.sec + 1e-9 * stamp_.nanosec if (stamp_.sec or stamp_.nanosec) else self.sim.time
-        points = [TrajectoryPoint(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec, p.positions,
-                                  p.velocities, p.accelerations) for p in message.points]
-        try:
-            waypoints = trajectory_waypoints(message.joint_names, points, start, self.sim.servos.joints,
-                                             self.allow_partial, self._motorized)
-            plans = self._trajectory_plans(waypoints)
-        except (CommandError, TrajectoryError) as err:
-            error = err if isinstance(err, CommandError) else CommandError("past", str(err))
-            self._reject(self._trajectory_sub.topic_name, error)
-            return
-        for joint, segments in plans.items():
-            self.sim.servos.follow(joint, segments)
-        self._commands.set_some(dict.fromkeys(plans, 0.0), self._command_time())
-        self._step_locked()
-
-    def _trajectory_plans(self, waypoints: dict) -> dict:
-        """Each joint's segments from its current position and velocity (all or nothing)."""
-        q, u, indices, now = self.sim.q, self.sim.u, self.sim.joint_indices, self.sim.time
-        return {joint: joint_segments(now, q[indices[joint][0]], u[indices[joint][1]], points)
-                for joint, points in waypoints.items()}
-
-    def _on_voltage_commands(self, message: Float64MultiArray) -> None:
-        try:
-            voltages = voltage_array(message.data, self.sim.motors)
-        except CommandError as err:
-            self._reject(self._voltage_sub.topic_name, err)
-            return
-        self._voltages.set_all(voltages, self._command_time())
-        self._step_locked()
-
-    def _on_voltage_joint_commands(self, message: JointState) -> None:
-        try:
-            voltages = motor_voltages(message.name, message.effort, self.sim.motor_joints, self.sim.actuated_joints)
-        except CommandError as err:
-            self._reject(self._voltage_joint_sub.topic_name, err)
-            return
-        self._voltages.set_some(voltages, self._command_time())
+        if self._recorder is not None:
+            self._recorder.write(self._command_subs[topic].topic_name, COMMAND_TOPICS[topic],
+                                 serialize_message(message), self.sim.time)
         self._step_locked()
 
     def _step_locked(self) -> None:
@@ -567,16 +513,16 @@ class SimulationNode(Node):
     def _current_inputs(self, now: float) -> tuple[np.ndarray, np.ndarray]:
         """The efforts (actuated joints) and voltages (motors) to apply at wall time `now`; stale
         commands are zero, logged once when they time out."""
-        now = self._command_time(now)
-        efforts, expired = self._commands.current(now)
-        if expired:
+        inputs, stale_joints, stale_motors = self._router.current(self._command_time(now))
+        if (stale_joints or stale_motors) and self._recorder is not None:
+            self._recorder.event(self.sim.time, event="stale", joints=stale_joints, motors=stale_motors)
+        if stale_joints:
             self.get_logger().warning(
-                f"no command for {self.command_timeout:g} s: effort of {', '.join(expired)} set to zero")
-        voltages, expired = self._voltages.current(now)
-        if expired:
+                f"no command for {self.command_timeout:g} s: effort of {', '.join(stale_joints)} set to zero")
+        if stale_motors:
             self.get_logger().warning(
-                f"no command for {self.command_timeout:g} s: voltage of {', '.join(expired)} set to zero")
-        return efforts, voltages
+                f"no command for {self.command_timeout:g} s: voltage of {', '.join(stale_motors)} set to zero")
+        return inputs
 
     # -- simulation --------------------------------------------------------------------------
     @property
@@ -645,10 +591,7 @@ class SimulationNode(Node):
 
     def _apply(self, inputs: tuple[np.ndarray, np.ndarray]) -> None:
         """Hand `inputs` (efforts, voltages) to the simulator, which clamps both to their limits."""
-        efforts, voltages = inputs
-        self.sim.set_efforts(efforts)
-        if self.sim.motors:
-            self.sim.set_voltages(voltages)
+        self._router.apply(inputs)
 
     def _advance(self, steps: int, inputs: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
         """Advance `steps` physics steps, under `inputs` when given (else those applied last);
@@ -675,8 +618,9 @@ class SimulationNode(Node):
     # -- services ----------------------------------------------------------------------------
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.sim.reset()
-        self._commands.clear()
-        self._voltages.clear()
+        self._router.clear()
+        if self._recorder is not None:
+            self._recorder.event(self.sim.time, event="reset")
         recovered, self._failure = self._failure is not None, None
         self._restart_pacing()
         self._retime()
@@ -726,6 +670,8 @@ class SimulationNode(Node):
             response.success, response.message = False, str(err)
         else:
             state = "enabled" if request.data else "disabled"
+            if self._recorder is not None:
+                self._recorder.event(self.sim.time, event="constraint", name=name, enabled=bool(request.data))
             response.success = True
             response.message = f"constraint '{name}' {state} at sim time {self.sim.time:.6g} s"
             if request.data:
@@ -733,6 +679,57 @@ class SimulationNode(Node):
         log = self.get_logger().info if response.success else self.get_logger().warning
         log(f"{self._constraint_services[name]}: {response.message}")
         return response
+
+    def _on_record(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        """Start (data: true; to record_file, else a time-stamped file in the working directory) or
+        stop recording."""
+        if request.data and self._recorder is not None:
+            response.success, response.message = False, f"already recording to {self._recorder.path}"
+        elif request.data:
+            path = self.record_file or f"mb_sim_{datetime.datetime.now():%Y%m%d_%H%M%S}.mcap"
+            try:
+                self._start_recording(path)
+            except OSError as err:
+                response.success, response.message = False, f"cannot record to {path}: {err.strerror or err}"
+            else:
+                response.success, response.message = True, f"recording to {path} from sim time {self.sim.time:.6g} s"
+        elif self._recorder is None:
+            response.success, response.message = False, "not recording"
+        else:
+            path = self._stop_recording()
+            response.success, response.message = True, f"recording {path} closed at sim time {self.sim.time:.6g} s"
+        (self.get_logger().info if response.success else self.get_logger().warning)(f"~/record: {response.message}")
+        return response
+
+    def _start_recording(self, path: str) -> None:
+        """Open a recording (mb_sim.ros.recorder) starting from the current state."""
+        q, u, z, t = self.sim.initial_state
+        header = {"node": self.get_fully_qualified_name(), "time": self.sim.time, "physics_dt": self.dt,
+                  "period_steps": self.period_steps, "lockstep": self.lockstep,
+                  "command_timeout": 0.0 if self.lockstep else self.command_timeout,
+                  "allow_partial_joints_goal": self.allow_partial,
+                  "simulator": self._simulator_options(),
+                  "state": {"q": self.sim.q.tolist(), "u": self.sim.u.tolist(), "z": self.sim.z.tolist(),
+                            "enabled": {name: self.sim.constraint_enabled(name) for name in self.sim.constraints},
+                            "initial": [q.tolist(), u.tolist(), z.tolist(), t]},
+                  "commands": self._router.snapshot(),
+                  "command_topics": {sub.topic_name: topic for topic, sub in self._command_subs.items()},
+                  "joint_states_topic": self._joint_pub.topic_name}
+        self._recorder = Recorder(path, header, serialize_message(String(data=self.urdf_text)),
+                                  lambda text: serialize_message(String(data=text)))
+        self.get_logger().info(f"recording commands and states to {path}")
+
+    def _stop_recording(self) -> str | None:
+        """Close the recording, if any; its path."""
+        recorder, self._recorder = self._recorder, None
+        if recorder is None:
+            return None
+        recorder.close()
+        return recorder.path
+
+    def destroy_node(self) -> None:
+        self._stop_recording()  # a complete file also after Ctrl-C
+        super().destroy_node()
 
     # -- publishing ---------------------------------------------------------------------------
     def _publish_static_transforms(self) -> None:
@@ -756,11 +753,15 @@ class SimulationNode(Node):
         wrenches = any(_listened(pub) for pub in self._wrench_pubs)
         out = (self._state_outputs(wrenches) if wrenches or _listened(self._springs_pub)
                or _listened(self._motor_states_pub) else None)
+        recording = self._recorder is not None
         state = self._messages.render(
-            evaluated=out is not None, joint_states=_listened(self._joint_pub), tf=_listened(self._tf_pub),
-            odometry=_listened(self._odom_pub))
+            evaluated=out is not None, joint_states=recording or _listened(self._joint_pub),
+            tf=_listened(self._tf_pub), odometry=_listened(self._odom_pub))
         if state.joint_states is not None:
             self._joint_pub.publish(state.joint_states)
+            if recording:
+                self._recorder.write(self._joint_pub.topic_name, "sensor_msgs/msg/JointState", state.joint_states,
+                                     self.sim.time)
         if state.tf is not None:
             self._tf_pub.publish(state.tf)
         for message in state.odometry:

@@ -132,6 +132,18 @@ class JointServos:
         self._plans[joint], self._kinds[joint] = segments, kind
         self.refresh(segments[0].begin)
 
+    def plan(self, joint: str) -> list[Segment]:
+        """The segments `joint` follows (empty: effort only)."""
+        self._check(joint)
+        return list(self._plans.get(joint, []))
+
+    def restore(self, joint: str, mode: str, segments: Sequence[Segment]) -> None:
+        """Follow `segments` in `mode` (one of MODES but "effort"), as :meth:`plan` and
+        :meth:`mode` gave them: a recording's snapshot."""
+        if mode not in MODES[1:]:
+            raise ValueError(f"joint {joint!r}: unknown servo mode {mode!r}; one of {', '.join(MODES[1:])}")
+        self._follow(joint, mode, list(segments))
+
     def release(self, joint: str) -> None:
         """No servo on `joint`: its effort input alone acts."""
         self._check(joint)

@@ -280,6 +280,25 @@ class Simulator:
         if as_initial:
             self._initial = (self.q, self.u, self.z, self.time)
 
+    @property
+    def initial_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """``(q, u, z, time)`` that :meth:`reset` returns to (copies)."""
+        q, u, z, t = self._initial
+        return q.copy(), u.copy(), z.copy(), t
+
+    def restore(self, q: Sequence[float], u: Sequence[float], z: Sequence[float], time: float,
+                initial: tuple | None = None) -> None:
+        """Put back a recorded state bit for bit, without projecting it (a replay); `initial`, a
+        recorded :attr:`initial_state`, becomes what :meth:`reset` returns to."""
+        b = self.model.buffers
+        b.q[:], b.u[:], b.z[:] = (self._vector(v, len(a), name) for v, a, name in ((q, b.q, "q"), (u, b.u, "u"), (z, b.z, "z")))
+        self.time = float(time)
+        if initial is not None:
+            iq, iu, iz, it = initial
+            self._initial = (self._vector(iq, len(b.q), "q"), self._vector(iu, len(b.u), "u"),
+                             self._vector(iz, len(b.z), "z"), float(it))
+        self.runaway.restart()
+
     def _solve(self, q: np.ndarray, u: np.ndarray, held_q: set[int], held_u: set[int]) -> None:
         """Dependent coordinates, then speeds, solved with the held ones kept; the state is only
         changed if both succeed."""

@@ -1,0 +1,146 @@
+"""What a command message does to the simulation, without rclpy: shared by the node and by
+``mb-sim replay`` (which feeds it the recorded messages, decoded from MCAP).
+
+Each command topic (the keys of :data:`COMMAND_TOPICS`, relative to the node) has a handler that
+validates the message (raising :class:`~mb_sim.ros.commands.CommandError`) and then sets efforts,
+voltages or servo references; efforts and voltages are held in
+:class:`~mb_sim.ros.commands.TimedCommands` (stale ones fall to zero) and handed to the simulator by
+:meth:`CommandRouter.apply`.  Messages only need the ROS field names as attributes (rclpy messages
+and mcap_ros2's decoded ones both do).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import numpy as np
+
+from mb_sim.ros.commands import (
+    CommandError, TimedCommands, effort_array, joint_commands, motor_voltages, voltage_array,
+)
+from mb_sim.ros.trajectory_commands import TrajectoryPoint, trajectory_waypoints
+from mb_sim.sim import Simulator
+from mb_sim.sim.servos import Segment
+from mb_sim.sim.trajectory import TrajectoryError, joint_segments
+
+__all__ = ["COMMAND_TOPICS", "CommandRouter"]
+
+#: Command topics (relative to the node: ``~/<topic>``) and their message types.
+COMMAND_TOPICS = {
+    "effort_commands": "std_msgs/msg/Float64MultiArray",
+    "joint_commands": "sensor_msgs/msg/JointState",
+    "voltage_commands": "std_msgs/msg/Float64MultiArray",
+    "voltage_joint_commands": "sensor_msgs/msg/JointState",
+    "joint_trajectory": "trajectory_msgs/msg/JointTrajectory",
+}
+
+
+def _seconds(time) -> float:
+    """A ``builtin_interfaces`` Time or Duration in seconds."""
+    return time.sec + 1e-9 * time.nanosec
+
+
+class CommandRouter:
+    """Validates and applies command messages to `sim` (see the module docstring).
+
+    `timeout` [s of the command clock the caller passes as ``now``; 0: never] makes commands
+    stale; `allow_partial` accepts trajectories that leave out joints.
+    """
+
+    def __init__(self, sim: Simulator, timeout: float, allow_partial: bool = False) -> None:
+        self.sim, self.allow_partial = sim, allow_partial
+        self.efforts = TimedCommands(sim.actuated_joints, timeout)  # of the actuated joints (servo feed-forward)
+        self.voltages = TimedCommands(sim.motors, timeout)
+        self.motorized = {joint: motor for motor, joint in sim.motor_joints.items()}  # joint -> motor
+
+    def handle(self, topic: str, message, now: float) -> None:
+        """Apply `message` of command topic `topic` (a key of COMMAND_TOPICS) at command time `now`."""
+        getattr(self, f"_on_{topic}")(message, now)
+
+    def _on_effort_commands(self, message, now: float) -> None:
+        self.efforts.set_all(effort_array(message.data, self.sim.actuated_joints, self.motorized), now)
+
+    def _on_joint_commands(self, message, now: float) -> None:
+        commands = joint_commands(message.name, message.position, message.velocity, message.effort,
+                                  self.sim.actuated_joints, self.sim.servos.joints, self.motorized)
+        servos, t = self.sim.servos, self.sim.time
+        for joint, command in commands.items():
+            if command.mode == "position":
+                servos.hold_position(joint, command.position, command.velocity, t)
+            elif command.mode == "velocity":
+                servos.hold_velocity(joint, command.velocity, t)
+            else:
+                servos.release(joint)
+        self.efforts.set_some({joint: c.effort for joint, c in commands.items()}, now)
+
+    def _on_voltage_commands(self, message, now: float) -> None:
+        self.voltages.set_all(voltage_array(message.data, self.sim.motors), now)
+
+    def _on_voltage_joint_commands(self, message, now: float) -> None:
+        self.voltages.set_some(motor_voltages(message.name, message.effort, self.sim.motor_joints,
+                                              self.sim.actuated_joints), now)
+
+    def _on_joint_trajectory(self, message, now: float) -> None:
+        """Follow a trajectory as joint_trajectory_controller does (see trajectory_commands)."""
+        stamp = message.header.stamp
+        start = _seconds(stamp) if (stamp.sec or stamp.nanosec) else self.sim.time
+        points = [TrajectoryPoint(_seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
+                  for p in message.points]
+        waypoints = trajectory_waypoints(message.joint_names, points, start, self.sim.servos.joints,
+                                         self.allow_partial, self.motorized)
+        q, u, indices, t = self.sim.q, self.sim.u, self.sim.joint_indices, self.sim.time
+        try:
+            plans = {joint: joint_segments(t, q[indices[joint][0]], u[indices[joint][1]], joint_points)
+                     for joint, joint_points in waypoints.items()}
+        except TrajectoryError as err:
+            raise CommandError("past", str(err)) from None
+        for joint, segments in plans.items():
+            self.sim.servos.follow(joint, segments)
+        self.efforts.set_some(dict.fromkeys(plans, 0.0), now)
+
+    def current(self, now: float) -> tuple[tuple[np.ndarray, np.ndarray], list[str], list[str]]:
+        """The (efforts, voltages) to apply at `now`, and the joints and motors whose command just
+        timed out."""
+        efforts, stale_joints = self.efforts.current(now)
+        voltages, stale_motors = self.voltages.current(now)
+        return (efforts, voltages), stale_joints, stale_motors
+
+    def apply(self, inputs: tuple[np.ndarray, np.ndarray]) -> None:
+        """Hand (efforts, voltages) to the simulator, which clamps both to their limits."""
+        efforts, voltages = inputs
+        self.sim.set_efforts(efforts)
+        if self.sim.motors:
+            self.sim.set_voltages(voltages)
+
+    def expire(self, joints: list[str], motors: list[str]) -> None:
+        """Zero the commands of `joints` and `motors` (their timeout, replayed)."""
+        self.efforts.set_some(dict.fromkeys(joints, 0.0), -math.inf)
+        self.voltages.set_some(dict.fromkeys(motors, 0.0), -math.inf)
+
+    def clear(self) -> None:
+        """No command at all (after a reset)."""
+        self.efforts.clear()
+        self.voltages.clear()
+
+    # -- snapshots for recordings -------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """Everything commands set, as JSON-able data: held efforts and voltages, the servos'
+        gains and references."""
+        servos = self.sim.servos
+        return {"efforts": self.efforts.values.tolist(), "voltages": self.voltages.values.tolist(),
+                "gains": {joint: list(gains) for joint, gains in servos.gains.items()},
+                "servos": {joint: {"mode": servos.mode(joint),
+                                   "segments": [asdict(s) for s in servos.plan(joint)]}
+                           for joint in servos.joints if servos.mode(joint) != "effort"}}
+
+    def restore(self, snapshot: dict, now: float) -> None:
+        """Set what :meth:`snapshot` recorded."""
+        self.efforts.set_all(snapshot["efforts"], now)
+        self.voltages.set_all(snapshot["voltages"], now)
+        servos = self.sim.servos
+        for joint, (kp, kd) in snapshot["gains"].items():
+            servos.set_gains(joint, kp, kd)
+        for joint, servo in snapshot["servos"].items():
+            segments = [Segment(s["begin"], s["origin"], tuple(s["p"]), s["position"],
+                                None if s["v"] is None else tuple(s["v"])) for s in servo["segments"]]
+            servos.restore(joint, servo["mode"], segments)
