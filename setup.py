@@ -55,6 +55,7 @@ setup(
             "mb_sim_demo_controller = mb_sim.ros.controller:main",
             "mb-sim-demo = mb_sim.ros.demo:main",
             "mb_sim_diff_drive_controller = mb_sim.ros.diff_drive_controller:main",
+            "mb_sim_lqr_controller = mb_sim.ros.lqr_controller:main",
         ],
         "mb_sim.components": [],
     },

@@ -41,6 +41,13 @@ class NumpyModel(NumericModel):
                        if self.n_z else None)
         self._rk4_time = 0.0
 
+    def outputs_at(self, q, u, z, inputs, params, t: float = 0.0) -> np.ndarray:
+        """Every output as a flat vector at the given arguments, which may be complex: the
+        programs are analytic, so a complex step gives exact derivatives (linearization)."""
+        values = self._evaluate(q, u, z, inputs, params, t)
+        dtype = complex if any(np.iscomplexobj(a) for a in (q, u, z, inputs, params)) else float
+        return np.array([complex(v) if dtype is complex else float(v) for v in values], dtype=dtype)
+
     def evaluate_into(self, t: float = 0.0) -> None:
         b = self.buffers
         b.out[:] = self._evaluate(b.q, b.u, b.z, b.inputs, b.params, t)

@@ -1,0 +1,122 @@
+"""Linearization in minimal coordinates and equilibria, against independent references: the
+cart-pole's textbook linearization written out here, a finite-difference linearization of the
+simulator for the four-bar, Pinocchio's inverse dynamics for gravity compensation, and the
+diff-drive's controllability worked out by hand; plus the command line."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from mb_sim.sim import Simulator
+from mb_sim.sim.linearize import LinearizationError, equilibrium, linearize
+from mb_sim.sim.lqr import lqr_policy
+
+MB_SIM = Path(sys.executable).parent / "mb-sim"
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("linearize_cache")
+
+
+def simulator(repo, cache_dir, name: str) -> Simulator:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Simulator(repo / "urdf" / f"{name}.urdf", cache_dir=cache_dir)
+
+
+def test_the_cart_pole_matches_the_textbook_linearization(repo, cache_dir):
+    lin = linearize(simulator(repo, cache_dir, "cart_pole"))
+    # Cart M, pole m with its centre of mass l above the hinge and inertia I about it; angle from
+    # upright, positive tipping toward +x.  Lagrange: [[M+m, m l], [m l, I + m l^2]] [x'', th''] =
+    # [F, tau + m g l th] about th = 0.
+    M, m, l, inertia, g = 1.0, 0.2, 0.5, 0.016676, 9.81
+    mass = np.array([[M + m, m * l], [m * l, inertia + m * l * l]])
+    stiffness = np.array([[0.0, 0.0], [0.0, m * g * l]])
+    a = np.block([[np.zeros((2, 2)), np.eye(2)], [np.linalg.solve(mass, stiffness), np.zeros((2, 2))]])
+    b = np.vstack([np.zeros((2, 2)), np.linalg.inv(mass)])
+    assert lin.states == ["cart_joint_q", "pole_joint_q", "cart_joint_u", "pole_joint_u"]
+    assert np.abs(lin.A - a).max() < 1e-9 and np.abs(lin.B - b).max() < 1e-9
+    assert lin.controllability_rank == 4
+
+
+def _crank_acceleration(sim: Simulator, crank: str, angle: float, speed: float) -> float:
+    sim.set_state(positions={crank: angle}, velocities={crank: speed}, as_initial=False)
+    return sim.outputs().accelerations[sim.speed_names[sim.joint_indices[crank][1]]]
+
+
+def test_the_four_bar_has_one_dof_and_the_eigenvalues_of_a_finite_difference_linearization(repo, cache_dir):
+    sim = simulator(repo, cache_dir, "four_bar")
+    crank = sim.independent_joints[0]
+    lin = linearize(sim, {crank: 0.7}, {crank: 0.3})
+    assert lin.A.shape == (2, 2) and lin.independent_coordinates == [f"{crank}_q"]
+    assert len(lin.dependent_coordinates) == 2
+    h = 1e-5
+    d_angle = (_crank_acceleration(sim, crank, 0.7 + h, 0.3) - _crank_acceleration(sim, crank, 0.7 - h, 0.3)) / (2 * h)
+    d_speed = (_crank_acceleration(sim, crank, 0.7, 0.3 + h) - _crank_acceleration(sim, crank, 0.7, 0.3 - h)) / (2 * h)
+    finite = np.array([[0.0, 1.0], [d_angle, d_speed]])
+    assert np.sort_complex(lin.eigenvalues) == pytest.approx(np.sort_complex(np.linalg.eigvals(finite)), abs=1e-5)
+
+
+def test_gravity_compensation_equals_pinocchios_inverse_dynamics(repo, cache_dir):
+    sim = simulator(repo, cache_dir, "arm6")
+    pose = dict(zip(sim.actuated_joints, [0.3, -1.1, 0.9, -0.6, 0.5, 0.2]))
+    held = equilibrium(sim, pose)
+    model = pin.buildModelFromUrdf(str(repo / "urdf" / "arm6.urdf"))
+    q = np.array([pose[model.names[k]] for k in range(1, model.njoints)])
+    tau = pin.rnea(model, model.createData(), q, np.zeros(model.nv), np.zeros(model.nv))
+    assert held.residual < 1e-9
+    assert [held.inputs[j] for j in sim.actuated_joints] == pytest.approx(tau.tolist(), abs=1e-9)
+
+
+def test_diff_drive_is_controllable_in_seven_of_nine_directions_when_driving_straight(repo, cache_dir):
+    sim = simulator(repo, cache_dir, "diff_drive")
+    straight = linearize(sim, velocities={"right_wheel_joint": 5.0, "left_wheel_joint": 5.0}, input_kind="voltage")
+    at_rest = linearize(sim, input_kind="voltage")
+    assert len(straight.states) == 9 and straight.dependent_speeds == ["base_joint_vx", "base_joint_vy", "base_joint_w"]
+    # Linearized, x and the heading are fixed combinations of the wheel angles (two uncontrollable
+    # directions); the lateral offset y is reached through the heading only while driving.
+    assert straight.controllability_rank == 7 and at_rest.controllability_rank == 6
+
+
+def test_a_quaternion_base_is_refused_in_one_sentence(repo, cache_dir):
+    with pytest.raises(LinearizationError, match="quaternion floating base"):
+        linearize(simulator(repo, cache_dir, "free_body"))
+
+
+def test_the_lqr_of_the_cart_pole_is_stable_and_balances_it(repo, cache_dir):
+    sim = simulator(repo, cache_dir, "cart_pole")
+    policy = lqr_policy(sim, {}, ["cart_joint"], [1, 10, 1, 1], [0.1])
+    assert (policy.closed_loop_eigenvalues.real < 0).all()
+    sim.set_state(positions={"pole_joint": 0.1})
+    for _ in range(500):
+        positions = {j: sim.q[i] for j, (i, _) in sim.joint_indices.items()}
+        velocities = {j: sim.u[k] for j, (_, k) in sim.joint_indices.items()}
+        sim.set_efforts(policy.command(positions, velocities))
+        sim.advance(0.01)
+    assert abs(sim.q[sim.joint_indices["pole_joint"][0]]) < 0.01
+
+
+def test_the_command_line_prints_and_writes_the_linearization(repo, tmp_path):
+    out = tmp_path / "lin.json"
+    result = subprocess.run([str(MB_SIM), "linearize", "cart_pole", "--inputs", "effort", "--out", str(out), "--quiet"],
+                            text=True, capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "controllability rank: 4 of 4" in result.stdout and "eigenvalues: 0, 0, 4.10054, -4.10054" in result.stdout
+    saved = json.loads(out.read_text())
+    assert saved["states"][1] == "pole_joint_q" and math.isclose(saved["A"][3][1], 16.814453, rel_tol=1e-6)
+    balance = subprocess.run([str(MB_SIM), "equilibrium", "double_pendulum", "--fix", "shoulder=0.5", "elbow=0", "--quiet"],
+                             text=True, capture_output=True, timeout=300)
+    assert balance.returncode == 0, balance.stderr
+    # Both rods hang from the shoulder: (1 kg * 0.5 m + 0.5 kg * 1.5 m) g sin(0.5), the elbow's 0.5 * 0.5 g sin(0.5).
+    efforts = dict(line.split(" = ") for line in balance.stdout.splitlines())
+    assert abs(float(efforts["shoulder"].split()[0])) == pytest.approx(1.25 * 9.81 * math.sin(0.5), rel=1e-9)
+    assert abs(float(efforts["elbow"].split()[0])) == pytest.approx(0.25 * 9.81 * math.sin(0.5), rel=1e-9)
