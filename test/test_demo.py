@@ -117,7 +117,7 @@ def _command_for(state: JointState, ros_arguments: list[str], context) -> tuple[
 
 def test_controller_commands_pd_efforts_with_the_demo_gains(repo, context):
     params = yaml.safe_load((repo / "config" / "demo_controller.yaml").read_text())
-    params = params["mb_sim_demo_controller"]["ros__parameters"]
+    params = params["/**/mb_sim_demo_controller"]["ros__parameters"]
     names, t = ["shoulder_lift_joint", "hinge", "wrist_3_joint"], 1.25
     positions, velocities = [0.1, -0.2, 0.3], [0.5, 0.0, -1.0]
     command, _ = _command_for(_stamped(names, positions, velocities, t),

@@ -1,12 +1,15 @@
 """Launch files are valid Python declaring the documented arguments and referring only to package files
 that exist and are installed; the RViz config shows the robot (launch_ros and RViz are not installable
-here; where launch_ros is, the launch description is also built)."""
+here; where launch_ros is, the launch description is also built).  two_robots.launch.py is also built
+with stand-ins for launch and launch_ros, so its nodes, namespaces and parameters are checked here."""
 from __future__ import annotations
 
 import ast
 import fnmatch
 import importlib.util
 import re
+import sys
+import types
 
 import pytest
 import yaml
@@ -15,12 +18,14 @@ LAUNCH_ARGUMENTS = {
     "sim.launch.py": {"robot", "rviz", "real_time_factor", "strict", "params_file"},
     "demo.launch.py": {"robot", "rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
     "diff_drive.launch.py": {"rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
+    "two_robots.launch.py": {"robot1", "robot2", "rviz", "real_time_factor", "controller_params_file"},
 }
 #: Package files each launch file refers to (under share/mb_sim once installed).
 REFERENCED_FILES = {
     "sim.launch.py": {"config/mb_sim.yaml", "config/mb_sim.rviz"},
     "demo.launch.py": {"config/mb_sim.yaml", "config/demo_controller.yaml", "launch/sim.launch.py"},
     "diff_drive.launch.py": {"config/mb_sim.yaml", "config/diff_drive_controller.yaml", "config/diff_drive.rviz"},
+    "two_robots.launch.py": {"config/demo_controller.yaml", "config/two_robots.rviz"},
 }
 FILE_NAME = re.compile(r"[\w.-]+\.(yaml|rviz|py|urdf)")
 
@@ -160,7 +165,7 @@ def test_demo_starts_its_controller_after_the_simulation_launch_file_checked_rvi
 
 
 @pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None, reason="launch_ros not installed")
-@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py"])
+@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py", "two_robots.launch.py"])
 def test_rviz_true_without_rviz2_is_refused_with_a_hint(repo, name, monkeypatch):
     from ament_index_python.packages import PackageNotFoundError
     from launch import LaunchContext
@@ -179,3 +184,170 @@ def test_rviz_true_without_rviz2_is_refused_with_a_hint(repo, name, monkeypatch)
     context.launch_configurations["rviz"] = "true"
     with pytest.raises(RuntimeError, match="rviz:=false"):
         module._require_rviz(context)
+
+
+# -- two_robots.launch.py: built with stand-ins for launch and launch_ros --------------------------
+class _Recorded:
+    """Stand-in for a launch/launch_ros class: records what it was constructed with."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.args, self.kwargs = args, kwargs
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self.args}"
+
+
+class _StandInModule(types.ModuleType):
+    """Any name imported from it is a _Recorded subclass of that name."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        cls = type(name, (_Recorded,), {})
+        setattr(self, name, cls)
+        return cls
+
+
+def _built_with_stand_ins(repo, name: str, monkeypatch) -> list:
+    """The entities of the launch file's LaunchDescription, built without launch installed."""
+    for module in ("launch", "launch.actions", "launch.conditions", "launch.launch_description_sources",
+                   "launch.substitutions", "launch_ros", "launch_ros.actions",
+                   "launch_ros.parameter_descriptions", "launch_ros.substitutions"):
+        monkeypatch.setitem(sys.modules, module, _StandInModule(module))
+    spec = importlib.util.spec_from_file_location("launch_file_with_stand_ins", repo / "launch" / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    assert type(description).__name__ == "LaunchDescription"
+    (entities,) = description.args
+    return entities
+
+
+def _kind(entity) -> str:
+    return type(entity).__name__
+
+
+def _configuration(value) -> str:
+    """The launch argument a ParameterValue(LaunchConfiguration(name), ...) or LaunchConfiguration reads."""
+    if _kind(value) == "ParameterValue":
+        value = value.args[0]
+    assert _kind(value) == "LaunchConfiguration", value
+    return value.args[0]
+
+
+def _nodes(entities, executable: str) -> list:
+    return [e for e in entities if _kind(e) == "Node" and e.kwargs["executable"] == executable]
+
+
+@pytest.fixture
+def two_robots(repo, monkeypatch) -> list:
+    return _built_with_stand_ins(repo, "two_robots.launch.py", monkeypatch)
+
+
+def test_two_robots_checks_rviz_before_any_process_starts(two_robots):
+    kinds = [_kind(entity) for entity in two_robots]
+    assert kinds.index("OpaqueFunction") < kinds.index("Node"), kinds
+    assert all(_kind(entity) == "DeclareLaunchArgument" for entity in two_robots[:kinds.index("OpaqueFunction")])
+    defaults = {e.args[0]: e.kwargs["default_value"] for e in two_robots if _kind(e) == "DeclareLaunchArgument"}
+    assert (defaults["robot1"], defaults["robot2"], defaults["rviz"]) == ("arm6", "double_pendulum", "true")
+
+
+def test_two_robots_simulates_each_robot_in_its_namespace_with_its_frames(repo, two_robots):
+    documented = set(yaml.safe_load((repo / "config" / "mb_sim.yaml").read_text())["mb_sim"]["ros__parameters"])
+    simulations = {}
+    for node in _nodes(two_robots, "mb_sim_node"):
+        assert node.kwargs["package"] == "mb_sim" and node.kwargs["name"] == "mb_sim"
+        (parameters,) = node.kwargs["parameters"]
+        assert set(parameters) <= documented, set(parameters) - documented
+        simulations[node.kwargs["namespace"]] = parameters
+    assert set(simulations) == {"robot1", "robot2"}
+    for namespace, parameters in simulations.items():
+        assert _configuration(parameters["urdf_file"]) == namespace  # robot1:=..., robot2:=...
+        assert _configuration(parameters["real_time_factor"]) == "real_time_factor"
+        assert parameters["frame_prefix"] == f"{namespace}/"
+        assert parameters["world_frame"] == f"{namespace}/world"
+    assert [simulations[ns]["publish_clock"] for ns in ("robot1", "robot2")] == [True, False]  # one /clock
+
+
+def test_two_robots_runs_a_controller_beside_each_simulation(two_robots):
+    controllers = _nodes(two_robots, "mb_sim_demo_controller")
+    assert sorted(node.kwargs["namespace"] for node in controllers) == ["robot1", "robot2"]
+    for node in controllers:
+        assert node.kwargs["name"] == "mb_sim_demo_controller"  # the key of config/demo_controller.yaml
+        (parameters,) = node.kwargs["parameters"]
+        assert _configuration(parameters) == "controller_params_file"
+
+
+def _option(arguments: list[str], flag: str) -> str:
+    return arguments[arguments.index(flag) + 1]
+
+
+def test_two_robots_places_the_world_frames_1_m_apart(two_robots):
+    """static_transform_publisher's (tf2_ros, Kilted) named arguments, world -> robotN/world."""
+    publishers = _nodes(two_robots, "static_transform_publisher")
+    kilted_flags = {"--x", "--y", "--z", "--qx", "--qy", "--qz", "--qw", "--roll", "--pitch", "--yaw",
+                    "--frame-id", "--child-frame-id"}
+    positions = {}
+    for node in publishers:
+        assert node.kwargs["package"] == "tf2_ros"
+        arguments = node.kwargs["arguments"]
+        assert all(isinstance(a, str) for a in arguments) and set(arguments[::2]) <= kilted_flags, arguments
+        assert _option(arguments, "--frame-id") == "world"
+        positions[_option(arguments, "--child-frame-id")] = [float(_option(arguments, f"--{axis}"))
+                                                             for axis in "xyz"]
+    assert set(positions) == {"robot1/world", "robot2/world"}
+    distance = sum((a - b) ** 2 for a, b in zip(positions["robot1/world"], positions["robot2/world"])) ** 0.5
+    assert distance == pytest.approx(1.0)
+
+
+def test_two_robots_rviz_is_optional_and_on_sim_time(two_robots):
+    (rviz,) = _nodes(two_robots, "rviz2")
+    assert _kind(rviz.kwargs["condition"]) == "IfCondition"
+    assert _configuration(rviz.kwargs["condition"].args[0]) == "rviz"
+    assert rviz.kwargs["arguments"][0] == "-d"
+    assert rviz.kwargs["arguments"][1].args[0][-1] == "two_robots.rviz"
+    assert rviz.kwargs["parameters"] == [{"use_sim_time": True}]
+
+
+def test_two_robots_rviz_config_shows_both_robots_by_their_prefixed_frames(repo):
+    """RViz's RobotModel looks links up as '<TF Prefix>/<link>': the prefix without the node's '/'."""
+    manager = yaml.safe_load((repo / "config" / "two_robots.rviz").read_text())["Visualization Manager"]
+    assert manager["Global Options"]["Fixed Frame"] == "world"
+    displays = manager["Displays"]
+    assert all(display["Enabled"] for display in displays)
+    robots = {d["Description Topic"]["Value"]: d for d in displays if d["Class"] == "rviz_default_plugins/RobotModel"}
+    assert set(robots) == {"/robot1/robot_description", "/robot2/robot_description"}
+    for topic, display in robots.items():
+        assert display["Description Source"] == "Topic"
+        assert display["Description Topic"]["Durability Policy"] == "Transient Local"
+        assert display["TF Prefix"] == topic.split("/")[1]
+    assert {d["Class"] for d in displays} >= {"rviz_default_plugins/Grid", "rviz_default_plugins/TF"}
+
+
+@pytest.mark.parametrize("namespace", ["", "/robot1"])
+def test_demo_controller_gains_apply_in_any_namespace(repo, namespace):
+    """A params file's plain node-name key matches only the node at the root: the controller's
+    per-joint gains must reach /robot1/mb_sim_demo_controller too (arm6's, and the defaults for
+    the double pendulum's joints)."""
+    import rclpy
+
+    from mb_sim.ros.controller import DemoController, Gains
+
+    params = yaml.safe_load((repo / "config" / "demo_controller.yaml").read_text())
+    (key,) = params
+    gains = params[key]["ros__parameters"]["gains"]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        remap = ["-r", f"__ns:={namespace}"] if namespace else []
+        params_file = str(repo / "config" / "demo_controller.yaml")
+        node = DemoController(context=context, use_global_arguments=False,
+                              cli_args=["--ros-args", *remap, "--params-file", params_file])
+        try:
+            assert node.get_fully_qualified_name() == f"{namespace}/mb_sim_demo_controller"
+            assert node._gains_of("wrist_3_joint") == Gains(**gains["wrist_3_joint"])
+            assert node._gains_of("elbow") == Gains(30.0, 3.0)  # double_pendulum: the common kp, kd
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)

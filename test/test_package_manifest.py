@@ -9,7 +9,7 @@ import sys
 from catkin_pkg.package import parse_package
 
 REQUIRED_EXEC = {
-    "rclpy", "std_msgs", "std_srvs", "sensor_msgs", "geometry_msgs", "tf2_msgs", "nav_msgs",
+    "rclpy", "std_msgs", "std_srvs", "sensor_msgs", "geometry_msgs", "tf2_msgs", "tf2_ros", "nav_msgs",
     "rosgraph_msgs", "diagnostic_msgs", "launch", "launch_ros", "rviz2", "urdfdom_py",
     "python3-sympy", "python3-numpy", "python3-scipy", "python3-transforms3d",
 }
