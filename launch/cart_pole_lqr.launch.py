@@ -10,9 +10,8 @@ Arguments:
                     without the rviz2 package, nothing starts (status 1, pass rviz:=false).
   real_time_factor  simulated seconds per wall-clock second; 0 runs as fast as possible (default: 1.0).
   params_file       YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml).
-  controller_params_file
-                    YAML with mb_sim_lqr_controller parameters
-                    (default: share/mb_sim/config/lqr_controller.yaml).
+  controller_params_file  YAML with mb_sim_lqr_controller parameters
+                          (default: share/mb_sim/config/lqr_controller.yaml).
 
 Example: ros2 launch mb_sim cart_pole_lqr.launch.py initial_angle:=0.2
 """

@@ -19,6 +19,7 @@ LAUNCH_ARGUMENTS = {
     "demo.launch.py": {"robot", "rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
     "diff_drive.launch.py": {"rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
     "two_robots.launch.py": {"robot1", "robot2", "rviz", "real_time_factor", "controller_params_file"},
+    "cart_pole_lqr.launch.py": {"initial_angle", "rviz", "real_time_factor", "params_file", "controller_params_file"},
 }
 #: Package files each launch file refers to (under share/mb_sim once installed).
 REFERENCED_FILES = {
@@ -26,6 +27,7 @@ REFERENCED_FILES = {
     "demo.launch.py": {"config/mb_sim.yaml", "config/demo_controller.yaml", "launch/sim.launch.py"},
     "diff_drive.launch.py": {"config/mb_sim.yaml", "config/diff_drive_controller.yaml", "config/diff_drive.rviz"},
     "two_robots.launch.py": {"config/demo_controller.yaml", "config/two_robots.rviz"},
+    "cart_pole_lqr.launch.py": {"config/mb_sim.yaml", "config/lqr_controller.yaml", "config/mb_sim.rviz"},
 }
 FILE_NAME = re.compile(r"[\w.-]+\.(yaml|rviz|py|urdf)")
 
@@ -96,6 +98,18 @@ def test_launch_files_forward_their_arguments_as_documented_node_parameters(repo
     assert ast.unparse(values["strict"]) == "ParameterValue(LaunchConfiguration('strict'), value_type=bool)"
 
 
+def test_cart_pole_lqr_starts_the_cart_pole_tipped_and_the_controller_with_its_parameters(repo):
+    source = (repo / "launch" / "cart_pole_lqr.launch.py").read_text()
+    (parameters,) = _node_parameter_dicts(source)
+    values = {ast.literal_eval(key): ast.unparse(value) for key, value in zip(parameters.keys, parameters.values)}
+    assert values["urdf_file"] == "'cart_pole'"
+    assert values["initial_positions.pole_joint"] == \
+        "ParameterValue(LaunchConfiguration('initial_angle'), value_type=float)"
+    assert "executable=\"mb_sim_lqr_controller\"" in source and (repo / "config" / "lqr_controller.yaml").is_file()
+    joints = yaml.safe_load((repo / "config" / "lqr_controller.yaml").read_text())
+    assert joints["mb_sim_lqr_controller"]["ros__parameters"]["inputs"] == ["cart_joint"]
+
+
 def test_demo_forwards_every_argument_of_the_simulation_launch_file(repo):
     tree = ast.parse((repo / "launch" / "demo.launch.py").read_text())
     (forwarded,) = [ast.literal_eval(node.value) for node in tree.body
@@ -151,7 +165,7 @@ def _top_level_calls(source: str) -> list[str]:
     raise AssertionError("no LaunchDescription([...])")
 
 
-@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py"])
+@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py", "cart_pole_lqr.launch.py"])
 def test_rviz_is_checked_before_any_process_starts(repo, name):
     """Launch would start the processes listed before a missing RViz, fail, and leave them running."""
     calls = _top_level_calls((repo / "launch" / name).read_text())
@@ -165,7 +179,8 @@ def test_demo_starts_its_controller_after_the_simulation_launch_file_checked_rvi
 
 
 @pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None, reason="launch_ros not installed")
-@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py", "two_robots.launch.py"])
+@pytest.mark.parametrize("name", ["sim.launch.py", "diff_drive.launch.py", "two_robots.launch.py",
+                                  "cart_pole_lqr.launch.py"])
 def test_rviz_true_without_rviz2_is_refused_with_a_hint(repo, name, monkeypatch):
     from ament_index_python.packages import PackageNotFoundError
     from launch import LaunchContext
