@@ -460,7 +460,7 @@ def _linearize(args: argparse.Namespace) -> int:
     sim, positions = _operating_point(args)
     try:
         with _culprit():
-            lin = linearize(sim, positions, dict(args.speed), dict(args.input), args.inputs)
+            lin = linearize(sim, positions, dict(args.speed), dict(args.input), args.inputs, args.outputs)
     except LinearizationError as err:
         raise CommandError(str(err)) from None
     print(f"{sim.robot.name}: linearized in minimal coordinates; independent {', '.join(lin.independent_coordinates)}"
@@ -468,6 +468,9 @@ def _linearize(args: argparse.Namespace) -> int:
              if lin.dependent_coordinates or lin.dependent_speeds else ""))
     print(_matrix("A", lin.A, lin.states, lin.states))
     print(_matrix("B", lin.B, lin.states, lin.inputs))
+    if lin.outputs:
+        print(_matrix("C", lin.C, lin.outputs, lin.states))
+        print(_matrix("D", lin.D, lin.outputs, lin.inputs))
     print("eigenvalues: " + ", ".join(f"{e.real:.6g}{e.imag:+.6g}j" if e.imag else f"{e.real:.6g}" for e in lin.eigenvalues))
     print(f"controllability rank: {lin.controllability_rank} of {len(lin.states)}")
     if args.out:
@@ -517,6 +520,8 @@ def _add_linear(commands: argparse._SubParsersAction) -> None:
     linear.add_argument("--input", type=_assignment, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                         help="efforts (by joint) or voltages (by motor) at the operating point (default 0)")
     linear.add_argument("--inputs", choices=("effort", "voltage", "all"), default="all", help="columns of B")
+    linear.add_argument("--outputs", nargs="+", action="extend", default=[], metavar="NAME",
+                        help="rows of C and D: joint, coordinate or speed names, or LINK.x/.y/.z (a link origin)")
     linear.add_argument("--out", type=_output_path, metavar="FILE", help="write A, B and names (.npz or .json)")
     balance.add_argument("--inputs", choices=("effort", "voltage"), default="effort", help="what to solve for")
     linear.set_defaults(run=_linearize)

@@ -66,6 +66,21 @@ def test_the_four_bar_has_one_dof_and_the_eigenvalues_of_a_finite_difference_lin
     assert np.sort_complex(lin.eigenvalues) == pytest.approx(np.sort_complex(np.linalg.eigvals(finite)), abs=1e-5)
 
 
+def _rocker_angle(sim: Simulator, crank: float) -> float:
+    sim.set_state(positions={"crank_joint": crank}, as_initial=False)
+    return sim.q[sim.joint_indices["rocker_joint"][0]]
+
+
+def test_outputs_of_dependent_joints_and_links_follow_the_constraints(repo, cache_dir):
+    sim = simulator(repo, cache_dir, "four_bar")
+    lin = linearize(sim, {"crank_joint": 0.7}, {"crank_joint": 0.3}, outputs=["rocker_joint", "rocker_joint_u", "crank.x"])
+    h = 1e-6
+    ratio = (_rocker_angle(sim, 0.7 + h) - _rocker_angle(sim, 0.7 - h)) / (2 * h)
+    assert lin.C[0] == pytest.approx([ratio, 0.0], abs=1e-8)  # d rocker = ratio d crank
+    assert lin.C[1][1] == pytest.approx(ratio, abs=1e-8)  # and so are their speeds
+    assert lin.C[2] == pytest.approx([0.0, 0.0], abs=1e-12) and not lin.D.any()  # the crank frame's origin is its pivot
+
+
 def test_gravity_compensation_equals_pinocchios_inverse_dynamics(repo, cache_dir):
     sim = simulator(repo, cache_dir, "arm6")
     pose = dict(zip(sim.actuated_joints, [0.3, -1.1, 0.9, -0.6, 0.5, 0.2]))

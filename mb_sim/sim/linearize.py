@@ -47,7 +47,8 @@ class Linearization:
 
     ``states`` names the minimal state (independent coordinates, independent speeds, electrical
     states), ``inputs`` the columns of B; the dependent coordinates and speeds are the ones the
-    constraints determine at the point.
+    constraints determine at the point.  ``C``, ``D`` give the chosen ``outputs`` (deviations from
+    their values at the point): ``y = C x_m + D r``.
     """
 
     A: np.ndarray
@@ -59,6 +60,9 @@ class Linearization:
     independent_speeds: list[str]
     dependent_speeds: list[str]
     point: dict = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+    C: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    D: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def eigenvalues(self) -> np.ndarray:
@@ -85,7 +89,8 @@ class Linearization:
 
     def as_dict(self) -> dict:
         """JSON-able: matrices as nested lists."""
-        return {"A": self.A.tolist(), "B": self.B.tolist(), "states": self.states, "inputs": self.inputs,
+        return {"A": self.A.tolist(), "B": self.B.tolist(), "C": self.C.tolist(), "D": self.D.tolist(),
+                "states": self.states, "inputs": self.inputs, "outputs": self.outputs,
                 "independent_coordinates": self.independent_coordinates,
                 "dependent_coordinates": self.dependent_coordinates,
                 "independent_speeds": self.independent_speeds, "dependent_speeds": self.dependent_speeds,
@@ -100,7 +105,8 @@ class Linearization:
             with open(path, "w") as stream:
                 json.dump(self.as_dict(), stream, indent=1)
         elif path.endswith(".npz"):
-            np.savez(path, A=self.A, B=self.B, states=np.array(self.states), inputs=np.array(self.inputs))
+            np.savez(path, A=self.A, B=self.B, C=self.C, D=self.D, states=np.array(self.states),
+                     inputs=np.array(self.inputs), outputs=np.array(self.outputs))
         else:
             raise ValueError(f"{path}: write .json or .npz")
 
@@ -190,10 +196,13 @@ def _state_at(sim, positions: Mapping[str, float] | None, velocities: Mapping[st
 
 
 def linearize(sim, positions: Mapping[str, float] | None = None, velocities: Mapping[str, float] | None = None,
-              inputs: Mapping[str, float] | None = None, input_kind: str = "all") -> Linearization:
+              inputs: Mapping[str, float] | None = None, input_kind: str = "all",
+              outputs: Sequence[str] = ()) -> Linearization:
     """Linearize `sim`'s robot about the state with `positions`/`velocities` (joint or coordinate
     names; the rest: the simulator's current state) and `inputs` (efforts by joint, voltages by
-    motor; others 0).  `input_kind` "effort", "voltage" or "all" picks the columns of B."""
+    motor; others 0).  `input_kind` "effort", "voltage" or "all" picks the columns of B.
+    `outputs` (rows of C, D): joint names (their position), coordinate or speed names, dependent
+    ones included, or ``<link>.x``, ``.y``, ``.z`` (a link frame's origin in the world)."""
     rates = _Rates(sim)
     q, u, z = _state_at(sim, positions, velocities)
     r = _inputs(sim, inputs or {})
@@ -210,6 +219,7 @@ def linearize(sim, positions: Mapping[str, float] | None = None, velocities: Map
     columns = _input_columns(sim, input_kind)
     names = [*sim.actuated_joints, *sim.motors]
     coordinate, speed = sim.coordinate_names, sim.speed_names
+    c, d = _output_matrices(rates, sim, list(outputs), [q, u, z, r], e_q, h_u, g_u)
     return Linearization(
         A=np.real(a), B=np.real(jr[rows][:, columns]),
         states=[coordinate[k] for k in iq] + [speed[k] for k in iu] + list(sim.electrical_state_names),
@@ -217,7 +227,47 @@ def linearize(sim, positions: Mapping[str, float] | None = None, velocities: Map
         independent_coordinates=[coordinate[k] for k in iq], dependent_coordinates=[coordinate[k] for k in dq],
         independent_speeds=[speed[k] for k in iu], dependent_speeds=[speed[k] for k in du],
         point={"q": dict(zip(coordinate, q.tolist())), "u": dict(zip(speed, u.tolist())),
-               "inputs": dict(zip(names, r.tolist()))})
+               "inputs": dict(zip(names, r.tolist()))},
+        outputs=list(outputs), C=c, D=d[:, columns])
+
+
+def _output_matrices(rates: _Rates, sim, outputs: list[str], point: list[np.ndarray], e_q, h_u, g_u):
+    """C and D (all inputs) of the named outputs (see :func:`linearize`)."""
+    selectors = [_output_selector(sim, name) for name in outputs]
+    n_x = e_q.shape[1] + h_u.shape[1] + len(point[2])
+    if not selectors:
+        return np.zeros((0, n_x)), np.zeros((0, len(point[3])))
+
+    def values(qc, uc, zc, rc):
+        flat = rates.outputs(qc, uc, zc, rc) if any(kind == "link" for kind, _ in selectors) else None
+        return np.array([_select(kind, where, qc, uc, flat, rates) for kind, where in selectors])
+
+    yq, yu, yz, yr = (np.real(rates.jacobian(values, point, k)) for k in range(4))
+    return np.hstack([yq @ e_q + yu @ g_u, yu @ h_u, yz]), yr
+
+
+def _output_selector(sim, name: str) -> tuple[str, object]:
+    """What output `name` reads: ("q", index), ("u", index) or ("link", (row, axis))."""
+    if name in sim.joint_indices:
+        return "q", sim.joint_indices[name][0]
+    if name in sim.coordinate_names:
+        return "q", sim.coordinate_names.index(name)
+    if name in sim.speed_names:
+        return "u", sim.speed_names.index(name)
+    link, _, axis = name.rpartition(".")
+    if link in sim.model.link_names and axis in ("x", "y", "z"):
+        return "link", (sim.model.link_names.index(link), "xyz".index(axis))
+    raise LinearizationError(f"unknown output {name!r}: a joint, coordinate or speed name, or <link>.x|y|z; "
+                             f"joints: {', '.join(sim.joint_indices) or 'none'}")
+
+
+def _select(kind: str, where, q, u, flat, rates: _Rates):
+    if kind == "q":
+        return q[where]
+    if kind == "u":
+        return u[where]
+    row, axis = where
+    return rates.view(flat, "link_poses")[row, 9 + axis]
 
 
 def _embedding(rates: _Rates, sim, q, u, z, r):
