@@ -20,6 +20,16 @@ effort, damping, stop) acts only on that joint's own speeds and is added there d
 ``p0`` is the origin of the first moving link if its position depends on the coordinates (a
 floating or planar base), else the world origin: moments about a point that travels with the robot keep
 their rounding independent of how far it has gone.
+
+Links fixed to a moving link (sensor frames, covers, feet: a quadruped's URDF may have 60) move as
+one rigid body with it, its *carrier*: their masses, first moments and inertias are summed in the
+carrier's frame first (expressions of the parameters alone, evaluated once per call), so each body
+costs one rotation and one set of bias terms however many links it is made of, as Pinocchio
+merges fixed joints into bodies.  About the carrier's origin O, with first moment h (body frame),
+inertia J_O, origin acceleration bias a, angular acceleration bias alpha and angular velocity w:
+the u'-free inertia force is ``-(m a + alpha x h + w x (w x h))`` and torque about O
+``-(h x a + J_O alpha + w x J_O w)``; J about p0 follows by the parallel-axis theorem with the
+first moment, so no division by a mass that may be zero.
 """
 from __future__ import annotations
 
@@ -106,33 +116,59 @@ class _Composite:
                 self.twists[k] = (w, v0)
 
     # -- bodies and loads ------------------------------------------------------------------------
-    def bodies(self) -> None:
-        """Each body's inertia about the reference point and its u'-free inertia wrench."""
-        t = self.temps
-        for name, link in self.robot.links.items():
-            if link.body is None:
-                continue
+    def carrier(self, name: str) -> tuple[str, Matrix, Matrix]:
+        """The moving link `name` is fixed to (itself if its joint has speeds or it is the root),
+        with the rotation carrier <- link and the link origin in carrier-frame components."""
+        rotation, offset = Matrix.eye(3), ZERO3
+        kin = self.rec.links[name]
+        while not kin.own_speeds and kin.parent is not None and kin.rotation_from_parent is not None:
+            rotation = kin.rotation_from_parent * rotation
+            offset = kin.rotation_from_parent * offset + kin.offset_from_parent
+            name = kin.parent
             kin = self.rec.links[name]
-            if not self._moves(name):
+        return name, rotation, offset
+
+    def bodies(self) -> None:
+        """Each rigid body's inertia about the reference point and its u'-free inertia wrench,
+        its links' mass properties summed in its carrier's frame first (module docstring)."""
+        merged: dict[str, list] = {}  # carrier -> [m, h, J_O] in carrier-frame components
+        for name, link in self.robot.links.items():
+            if link.body is None or not self._moves(name):
                 continue
-            m, R, I = link.body.mass, kin.rotation, link.inertia_matrix
-            c = self.rec.points[link.body.masscenter][1]
-            w = kin.angular_velocity
-            d = self.relative(kin.position + R * c, f"mass centre of {name} from the reference point")
-            Iw = t.matrix(I * w, f"inertia times angular velocity of {name}")
-            ac_b = kin.acceleration_bias + cross(kin.angular_acceleration_bias, c) + cross(w, cross(w, c))
-            f = t.matrix(-m * (R * ac_b), f"inertia force bias of {name} (world)")
-            n = t.matrix(cross(d, f) - R * (I * kin.angular_acceleration_bias + cross(w, Iw)),
-                         f"inertia torque bias of {name} about the reference point (world)")
-            RI = t.matrix(R * I, f"rotation times inertia of {name}")
-            I_world = t.matrix(_symmetric(lambda i, j: sum(RI[i, k] * R[j, k] for k in range(3))),
-                               f"central inertia of {name} (world)")
-            own = self.own[name]
-            own.mass += m
-            own.moment += m * d
-            own.inertia += I_world + m * (dot(d, d) * Matrix.eye(3) - d * d.T)
-            own.force += f
-            own.torque += n
+            carrier, rotation, offset = self.carrier(name)
+            m, I = link.body.mass, link.inertia_matrix
+            c = offset + rotation * self.rec.points[link.body.masscenter][1]
+            total = merged.setdefault(carrier, [S.Zero, ZERO3, zeros(3, 3)])
+            total[0] += m
+            total[1] += m * c
+            total[2] += rotation * I * rotation.T + m * (dot(c, c) * Matrix.eye(3) - c * c.T)
+        for carrier, (m, h_body, J_body) in merged.items():
+            self._body(carrier, m, h_body, J_body)
+
+    def _body(self, name: str, m: Expr, h_body: Matrix, J_body: Matrix) -> None:
+        """Add one rigid body (carrier `name`; mass m, first moment and inertia about the carrier's
+        origin in its frame) to its carrier's own sums."""
+        t, kin = self.temps, self.rec.links[name]
+        h_body = t.matrix(h_body, f"first moment of the body of {name} about its origin")
+        J_body = t.matrix(_symmetric(lambda i, j: J_body[i, j]), f"inertia of the body of {name} about its origin")
+        R, w, a, alpha = kin.rotation, kin.angular_velocity, kin.acceleration_bias, kin.angular_acceleration_bias
+        Jw = t.matrix(J_body * w, f"body inertia times angular velocity of {name}")
+        f_body = -(m * a + cross(alpha, h_body) + cross(w, cross(w, h_body)))
+        n_body = -(cross(h_body, a) + J_body * alpha + cross(w, Jw))
+        o = self.relative(kin.position, f"origin of {name} from the reference point")
+        h = t.matrix(R * h_body, f"first moment of the body of {name} (world)")
+        f = t.matrix(R * f_body, f"inertia force bias of the body of {name} (world)")
+        n = t.matrix(cross(o, f) + R * n_body, f"inertia torque bias of the body of {name} about the reference point")
+        RJ = t.matrix(R * J_body, f"rotation times body inertia of {name}")
+        J_world = t.matrix(_symmetric(lambda i, j: sum(RJ[i, k] * R[j, k] for k in range(3))),
+                           f"body inertia of {name} about its origin (world)")
+        own = self.own[name]
+        own.mass += m
+        own.moment += m * o + h
+        own.inertia += (J_world + m * (dot(o, o) * Matrix.eye(3) - o * o.T)
+                        + 2 * dot(o, h) * Matrix.eye(3) - o * h.T - h * o.T)
+        own.force += f
+        own.torque += n
 
     def _moves(self, name: str) -> bool:
         """Whether any speed moves link `name` (bodies on the fixed root subtree do not count)."""
@@ -180,6 +216,8 @@ class _Composite:
             link, offset = self.rec.locate(load.point)
             if not self._moves(link):
                 return
+            link, rotation, origin = self.carrier(link)  # a point fixed in the link is fixed in its body
+            offset = origin + rotation * offset
             kin = self.rec.links[link]
             f = self.temps.matrix(self.rec.vector_in_link(load.vector, root), f"force on {load.point} (world)")
             arm = self.relative(kin.position + kin.rotation * offset, f"point {load.point} from the reference point")
@@ -190,7 +228,7 @@ class _Composite:
                 raise ValueError(f"torque on frame {load.frame}, which no link owns")
             link = self.rec.frames[load.frame][0]
             if self._moves(link):
-                self.own[link].torque += self.temps.matrix(self.rec.vector_in_link(load.vector, root),
+                self.own[self.carrier(link)[0]].torque += self.temps.matrix(self.rec.vector_in_link(load.vector, root),
                                                            f"torque on {load.frame} (world)")
 
     # -- subtrees -----------------------------------------------------------------------------

@@ -46,6 +46,7 @@ class LinkKinematics:
     acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
     parent: str | None = None
     rotation_from_parent: Matrix | None = None  # parent <- link
+    offset_from_parent: Matrix | None = None  # the link origin in parent-frame components
     own_speeds: list[int] = field(default_factory=list)  # the joint's speeds (indices into u)
     moves: bool = False  # whether any speed moves the link
 
@@ -147,7 +148,7 @@ class _Recursion:
         position = t.matrix(p.position + p.rotation * r, f"world position of {name}")
         own = [self.speed_index[dynamic] for dynamic in joint.u]
         self.links[name] = LinkKinematics(R, position, w, v, w_partials, v_partials, alpha_b, a_b,
-                                          joint.parent.name, E, own, bool(own) or p.moves)
+                                          joint.parent.name, E, r, own, bool(own) or p.moves)
 
     # -- loads --------------------------------------------------------------------------------
     def in_link(self, components: Matrix, source: str, target: str) -> Matrix:
