@@ -109,6 +109,21 @@ def effort_array(data: Sequence[float], joints: Sequence[str],
     return _finite(list(data), joints)
 
 
+def _check_joint_names(names: list[str], joints: Sequence[str], motorized: Mapping[str, str]) -> None:
+    """Refuse names of motor-driven joints, of joints not in `joints`, and names given twice."""
+    driven = [name for name in dict.fromkeys(names) if name in motorized]
+    if driven:
+        raise CommandError("motorized_joint", _driven_by(driven[:LISTED], motorized))
+    known = set(joints)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise CommandError("unknown_joint", f"unknown or unactuated joint(s) {_listed(unknown)}; "
+                                            f"actuated joints: {', '.join(joints) or 'none'}")
+    duplicates = _repeated(names)
+    if duplicates:
+        raise CommandError("duplicate_joint", f"joint(s) named twice: {_listed(duplicates)}")
+
+
 def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequence[str],
                   motorized: Mapping[str, str] | None = None) -> dict[str, float]:
     """Efforts by name of a ``JointState`` command: its ``name`` and ``effort`` fields.
@@ -122,17 +137,7 @@ def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequen
     _check_size(names, len(joints) + len(motorized), "joint")
     if len(efforts) != len(names):
         raise CommandError("length", f"{len(names)} names but {len(efforts)} efforts")
-    driven = [name for name in dict.fromkeys(names) if name in motorized]
-    if driven:
-        raise CommandError("motorized_joint", _driven_by(driven[:LISTED], motorized))
-    known = set(joints)
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise CommandError("unknown_joint", f"unknown or unactuated joint(s) {_listed(unknown)}; "
-                                            f"actuated joints: {', '.join(joints) or 'none'}")
-    duplicates = _repeated(names)
-    if duplicates:
-        raise CommandError("duplicate_joint", f"joint(s) named twice: {_listed(duplicates)}")
+    _check_joint_names(names, joints, motorized)
     return dict(zip(names, _finite(list(efforts), names).tolist()))
 
 
@@ -182,17 +187,7 @@ def joint_commands(names: Sequence[str], positions: Sequence[float], velocities:
     _check_size(names, len(joints) + len(motorized), "joint")
     fields = [_interface(values, names, field) for values, field in
               ((positions, "position"), (velocities, "velocity"), (efforts, "effort"))]
-    driven = [name for name in dict.fromkeys(names) if name in motorized]
-    if driven:
-        raise CommandError("motorized_joint", _driven_by(driven[:LISTED], motorized))
-    known = set(joints)
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise CommandError("unknown_joint", f"unknown or unactuated joint(s) {_listed(unknown)}; "
-                                            f"actuated joints: {', '.join(joints) or 'none'}")
-    duplicates = _repeated(names)
-    if duplicates:
-        raise CommandError("duplicate_joint", f"joint(s) named twice: {_listed(duplicates)}")
+    _check_joint_names(names, joints, motorized)
     return _select(names, *fields, set(servoed))
 
 

@@ -32,9 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import rclpy
 from rclpy.exceptions import InvalidParameterValueException, ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
@@ -42,7 +40,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
 
 from mb_sim.ros.conversions import seconds
-from mb_sim.ros.teardown import bounded_teardown, end_process, interrupted, run_until_signal
+from mb_sim.ros.teardown import end_process, run_until_signal, spin_node
 
 __all__ = ["Gains", "SineTarget", "pd_efforts", "DemoController", "main", "NODE_NAME"]
 
@@ -164,27 +162,7 @@ def main(args: list[str] | None = None) -> int:
 
 
 def _run(args: list[str] | None) -> int:
-    node = None
-    try:
-        rclpy.init(args=args)
-        node = DemoController()
-        rclpy.spin(node)
-    except ParameterException as err:
-        if interrupted():
-            return 0
-        print(f"{NODE_NAME}: bad parameter: {err}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        try:
-            with bounded_teardown():
-                if node is not None:
-                    node.destroy_node()
-                rclpy.try_shutdown()
-        except KeyboardInterrupt:
-            pass
-    return 0
+    return spin_node(DemoController, NODE_NAME, {ParameterException: "bad parameter: "}, args)
 
 
 if __name__ == "__main__":

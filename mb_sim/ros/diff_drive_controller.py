@@ -53,12 +53,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import InvalidParameterValueException, ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -66,7 +64,7 @@ from std_msgs.msg import String
 
 from mb_sim.ros.conversions import odometry
 from mb_sim.ros.diff_drive import DescriptionError, DiffDrive, DriveLoop, PIGains, drive_from_description
-from mb_sim.ros.teardown import bounded_teardown, end_process, interrupted, run_until_signal
+from mb_sim.ros.teardown import end_process, run_until_signal, spin_node
 
 __all__ = ["DiffDriveController", "DescriptionRefused", "main", "NODE_NAME", "COMMAND_TOPIC", "DESCRIPTION_QOS"]
 
@@ -280,32 +278,8 @@ def main(args: list[str] | None = None) -> int:
 
 
 def _run(args: list[str] | None) -> int:
-    node = None
-    try:
-        rclpy.init(args=args)
-        node = DiffDriveController()
-        rclpy.spin(node)
-    except ParameterException as err:
-        if interrupted():
-            return 0
-        print(f"{NODE_NAME}: bad parameter: {err}", file=sys.stderr)
-        return 1
-    except DescriptionRefused as err:
-        if interrupted():
-            return 0
-        print(f"{NODE_NAME}: cannot drive this robot: {err}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        try:
-            with bounded_teardown():
-                if node is not None:
-                    node.destroy_node()
-                rclpy.try_shutdown()
-        except KeyboardInterrupt:
-            pass
-    return 0
+    return spin_node(DiffDriveController, NODE_NAME, {ParameterException: "bad parameter: ",
+                                                      DescriptionRefused: "cannot drive this robot: "}, args)
 
 
 if __name__ == "__main__":

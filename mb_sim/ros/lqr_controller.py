@@ -20,16 +20,15 @@ from __future__ import annotations
 import sys
 import warnings
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from mb_sim.ros.teardown import bounded_teardown, end_process, interrupted, run_until_signal
+from mb_sim.ros.teardown import end_process, run_until_signal, spin_node
 from mb_sim.sim import Simulator
 from mb_sim.sim.linearize import LinearizationError
 from mb_sim.sim.lqr import LQRPolicy, lqr_policy
@@ -107,27 +106,7 @@ def main(args: list[str] | None = None) -> int:
 
 
 def _run(args: list[str] | None) -> int:
-    node = None
-    try:
-        rclpy.init(args=args)
-        node = LQRController()
-        rclpy.spin(node)
-    except (ConfigurationError, rclpy.exceptions.ParameterException) as err:
-        if interrupted():
-            return 0
-        print(f"{NODE_NAME}: {err}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        try:
-            with bounded_teardown():
-                if node is not None:
-                    node.destroy_node()
-                rclpy.try_shutdown()
-        except KeyboardInterrupt:
-            pass
-    return 0
+    return spin_node(LQRController, NODE_NAME, {ConfigurationError: "", ParameterException: "bad parameter: "}, args)
 
 
 if __name__ == "__main__":

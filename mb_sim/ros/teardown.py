@@ -116,3 +116,35 @@ def end_process(status: int) -> int:
     except (OSError, AttributeError):  # no C library to reach (not Linux/macOS): Python's buffers are flushed
         pass
     os._exit(status)
+
+
+def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], args: list[str] | None = None) -> int:
+    """Initialize rclpy with `args`, spin the node `create()` makes until Ctrl-C or shutdown, then
+    destroy it and shut rclpy down inside :func:`bounded_teardown`.  An error of a type in `fatal`
+    prints ``<name>: <its prefix><error>`` and gives status 1 (0 if a signal came first); the
+    controllers' ``_run``."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    node = None
+    try:
+        rclpy.init(args=args)
+        node = create()
+        rclpy.spin(node)
+    except tuple(fatal) as err:
+        if interrupted():
+            return 0
+        prefix = next(text for kind, text in fatal.items() if isinstance(err, kind))
+        print(f"{name}: {prefix}{err}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        try:
+            with bounded_teardown():
+                if node is not None:
+                    node.destroy_node()
+                rclpy.try_shutdown()
+        except KeyboardInterrupt:
+            pass
+    return 0
