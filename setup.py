@@ -33,6 +33,8 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*"]),
+    # The hand-written C runtime every generated model includes (and mb-sim export-c copies).
+    package_data={f"{PACKAGE}.codegen": ["c/*.c", "c/*.h"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

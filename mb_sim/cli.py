@@ -528,6 +528,32 @@ def _add_linear(commands: argparse._SubParsersAction) -> None:
     balance.set_defaults(run=_equilibrium)
 
 
+@_user_errors
+def _export_c(args: argparse.Namespace) -> int:
+    """Write a robot's standalone C library (source, header, example, CMakeLists.txt) to OUT_DIR."""
+    from mb_sim.codegen.export import export_c
+
+    robot = _load_robot(args.robot, args.strict)
+    files = export_c(robot, args.out_dir, progress=None if args.quiet else _note)
+    for path in (files.source, files.header, *files.runtime, files.example, files.cmake):
+        print(path)
+    return 0
+
+
+def _add_export_c(commands: argparse._SubParsersAction) -> None:
+    """The ``export-c`` sub-command."""
+    export = commands.add_parser(
+        "export-c", help="write a standalone C library of a robot (no Python at run time)",
+        description="Write the robot's equations of motion as a self-contained C99 library to OUT_DIR: "
+                    "NAME.c (the model, including the runtime files copied beside it), NAME.h (dimensions, "
+                    "the parameter struct with the URDF's values as defaults, forward dynamics, RK4 with "
+                    "projection, evaluation, a numerical linearization), example.c and CMakeLists.txt.")
+    _add_robot(export)
+    export.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="directory to write (created if missing)")
+    export.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    export.set_defaults(run=_export_c)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per task."""
     parser = _Parser(prog="mb-sim", description=__doc__)
@@ -553,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simulate(commands)
     _add_replay(commands)
     _add_linear(commands)
+    _add_export_c(commands)
     return parser
 
 

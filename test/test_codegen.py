@@ -22,6 +22,7 @@ from mb_sim.codegen import (
     CodegenError, FactorizationError, NumpyModel, compile_model, generate_c_source,
 )
 from mb_sim.codegen import pipeline
+from mb_sim.codegen.c_source import runtime_directory
 from mb_sim.codegen.cache import cache_key
 from mb_sim.symbolic.equations import EquationsOfMotion
 
@@ -497,7 +498,8 @@ def test_generated_c_shares_subexpressions_and_compiles_cleanly(tmp_path):
         path = tmp_path / f"{name}.c"
         path.write_text(text)
         subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-c",
-                        str(path), "-o", str(path.with_suffix(".o"))], check=True)
+                        "-I", str(runtime_directory()), str(path), "-o", str(path.with_suffix(".o"))],
+                       check=True)
 
 
 def test_malformed_equations_are_reported():

@@ -38,4 +38,7 @@ def test_colcon_build_install_layout(repo, tmp_path):
         shipped = sorted(p.name for p in (repo / folder).iterdir() if p.is_file())
         installed = sorted(p.name for p in (share / folder).iterdir())
         assert installed == shipped, f"share/mb_sim/{folder}"
+    runtime = sorted(p.name for p in (repo / "mb_sim" / "codegen" / "c").iterdir())  # every model includes it
+    (installed_runtime,) = prefix.glob("lib/python*/site-packages/mb_sim/codegen/c")
+    assert sorted(p.name for p in installed_runtime.iterdir()) == runtime
     assert (tmp_path / "install" / "setup.bash").is_file()

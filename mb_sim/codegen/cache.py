@@ -34,7 +34,7 @@ from pathlib import Path
 
 import sympy
 
-from mb_sim.codegen.c_source import GENERATOR_VERSION
+from mb_sim.codegen.c_source import GENERATOR_VERSION, runtime_digest
 from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_shared_library
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
@@ -122,10 +122,11 @@ def _alive(pid: int) -> bool:
 
 
 def cache_key(source: str) -> str:
-    """sha256 over the generator and SymPy versions, platform, compile flags and C source."""
+    """sha256 over the generator and SymPy versions, platform, compile flags, C source and the
+    runtime files it includes (their content: an edited runtime rebuilds)."""
     digest = hashlib.sha256()
     for part in (GENERATOR_VERSION, sympy.__version__, sys.platform, platform.machine(),
-                 " ".join(COMPILE_FLAGS), source):
+                 " ".join(COMPILE_FLAGS), runtime_digest(), source):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()
 

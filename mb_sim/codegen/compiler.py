@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from mb_sim.codegen.c_source import runtime_directory
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
@@ -51,7 +52,8 @@ def check_source_size(source: str, name: str) -> None:
 
 
 def compile_shared_library(source: Path, library: Path, progress: Progress = None) -> None:
-    """Compile C file `source` into shared library `library`.
+    """Compile C file `source` into shared library `library` (with the runtime's directory on the
+    include path: the generated file includes the hand-written runtime).
 
     Raises
     ------
@@ -59,7 +61,8 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
         The compiler is missing, cannot be run or fails; the message shows the start of its
         standard error.
     """
-    command = [*compiler_command(), *COMPILE_FLAGS, "-o", str(library), str(source), "-lm"]
+    command = [*compiler_command(), *COMPILE_FLAGS, "-I", str(runtime_directory()), "-o", str(library),
+               str(source), "-lm"]
     report(progress, f"compiling {source} ({source.stat().st_size / 1e6:.2f} MB of C) with {command[0]}...")
     start = time.perf_counter()
     try:
