@@ -1,6 +1,7 @@
 """Benchmark: mb_sim's forward dynamics and RK4 steps against Pinocchio and MuJoCo on the same URDFs.
 
-Per robot: cold (derive + generate + compile, empty cache) and warm (from the cache) loads;
+Per robot: cold (derive + generate + compile, empty cache) and warm (from the cache) loads, the
+warm one also as a fresh process (``mb-sim derive``: interpreter start, imports, load);
 forward dynamics per call from Python (mb_sim's packed call and its NumPy-in/NumPy-out call,
 Pinocchio's ``aba``, MuJoCo's ``mj_forward``); one physics step (mb_sim's RK4 inside its N-step
 C entry point, MuJoCo's ``mj_step`` with its RK4 integrator and with its default Euler, also N
@@ -284,6 +285,15 @@ def agreement(robot, model, params, pin_model, peer: MujocoPeer | None, states: 
 # one robot
 
 
+def fresh_process_load(xml: str, cache: str) -> dict:
+    """``mb-sim derive`` of `xml` from the warm cache `cache`, as a fresh process [s]."""
+    path = Path(cache) / "robot.urdf"
+    path.write_text(xml)
+    command = [str(Path(sys.executable).parent / "mb-sim"), "derive", str(path)]
+    env = {**os.environ, "MB_SIM_CACHE_DIR": cache}
+    return timed(lambda: subprocess.run(command, env=env, check=True, capture_output=True), 1, 2)
+
+
 def measure(name: str, xml: str) -> dict:
     """Every figure of one robot (see the module's docstring)."""
     with tempfile.TemporaryDirectory() as cache:
@@ -292,8 +302,9 @@ def measure(name: str, xml: str) -> dict:
         model = load_numeric_model(robot, cache_dir=cache)
         cold = time.perf_counter() - start
         warm = timed(lambda: load_numeric_model(load_urdf(xml), cache_dir=cache), 1, 3)
+        fresh = fresh_process_load(xml, cache)
     r = {"name": name, "dof": model.n_u, "constraints": int(model.buffers.enabled.sum()),
-         "cold": once(cold), "warm": warm,
+         "cold": once(cold), "warm": warm, "warm_fresh_process": fresh,
          "pinocchio_load": timed(lambda: pin.buildModelFromXML(xml), 1, 3)}
     pin_model = pin.buildModelFromXML(xml)
     params = zeroed_parameters(robot, model)
@@ -423,7 +434,7 @@ def factor(step: dict | None) -> str:
     return "-" if step is None else f"{1e-3 / step['best']:.0f}"
 
 
-COLUMNS = ("robot", "dof", "cold [s]", "warm [s]", "fd [us]", "fd NumPy [us]", "aba [us]", "mj_forward [us]",
+COLUMNS = ("robot", "dof", "cold [s]", "warm [s]", "warm, new process [s]", "fd [us]", "fd NumPy [us]", "aba [us]", "mj_forward [us]",
            "fd/aba", "fd/mj", "RK4 step [us]", "mj RK4 [us]", "mj Euler [us]", "RK4/mj RK4", "x real time at 1 ms "
            "(RK4 / mj RK4 / mj Euler)", "M, u' vs Pinocchio", "M, u' vs MuJoCo")
 
@@ -433,7 +444,8 @@ def row(r: dict) -> list[str]:
     mj = f"{a['mujoco_M']:.0e}, {a['mujoco_udot']:.0e}" if "mujoco_M" in a else "import failed"
     mj += " (refused)" if r["mujoco_refused"] and "mujoco_M" in a else ""
     name = r["name"] + (" (mj eq)" if r["mujoco_equality"] else "")
-    return [name, str(r["dof"]), f"{r['cold']['best']:.2f}", f"{r['warm']['best']:.3f}", us(r["fd"]),
+    return [name, str(r["dof"]), f"{r['cold']['best']:.2f}", f"{r['warm']['best']:.3f}",
+            f"{r['warm_fresh_process']['best']:.2f}" if "warm_fresh_process" in r else "", us(r["fd"]),
             us(r["fd_numpy"]), us(r["aba"]), us(r.get("mj_forward")), ratio(r["fd"], r["aba"]),
             ratio(r["fd"], r.get("mj_forward")), us(r["rk4"]), us(r.get("mj_rk4")), us(r.get("mj_euler")),
             ratio(r["rk4"], r.get("mj_rk4")),
@@ -441,8 +453,8 @@ def row(r: dict) -> list[str]:
             f"{a['pinocchio_M']:.0e}, {a['pinocchio_udot']:.0e}", mj]
 
 
-WIDTHS = (22, 4, 8, 8, 8, 8, 8, 8, 6, 6, 8, 8, 8, 6, 20, 15, 15)
-SHORT = ("robot", "dof", "cold[s]", "warm[s]", "fd[us]", "fdnp[us]", "aba[us]", "mjfwd", "fd/aba", "fd/mj",
+WIDTHS = (22, 4, 8, 8, 8, 8, 8, 8, 8, 6, 6, 8, 8, 8, 6, 20, 15, 15)
+SHORT = ("robot", "dof", "cold[s]", "warm[s]", "proc[s]", "fd[us]", "fdnp[us]", "aba[us]", "mjfwd", "fd/aba", "fd/mj",
          "RK4[us]", "mjRK4", "mjEuler", "/mjRK4", "xRT: RK4/mjRK4/mjEu", "M,u' vs pin", "M,u' vs mj")
 
 
