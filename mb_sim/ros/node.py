@@ -154,37 +154,10 @@ def main(args: list[str] | None = None) -> int:
 
 
 def _run(args: list[str] | None) -> int:
-    import rclpy
-    from rclpy.executors import ExternalShutdownException
-    from rclpy.signals import SignalHandlerOptions
-
     from mb_sim.ros.simulation_node import SimulationNode, StartupError
-    from mb_sim.ros.teardown import bounded_teardown, interrupted
+    from mb_sim.ros.teardown import spin_node
 
-    if interrupted():  # a KeyboardInterrupt swallowed by some import
-        return 0
-    node = None
-    try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-        node = SimulationNode()
-        if not interrupted():
-            rclpy.spin(node)
-    except StartupError as err:
-        if interrupted():
-            return 0
-        print(f"mb_sim_node: {err}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        try:
-            with bounded_teardown():
-                if node is not None:
-                    node.destroy_node()
-                rclpy.try_shutdown()
-        except KeyboardInterrupt:
-            pass
-    return 0
+    return spin_node(SimulationNode, "mb_sim_node", {StartupError: ""}, args, signal_handlers=False)
 
 
 if __name__ == "__main__":

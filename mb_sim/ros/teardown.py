@@ -3,7 +3,14 @@
 ``run_until_signal`` runs a process's body with SIGINT and SIGTERM raising KeyboardInterrupt at
 any stage (imports, compiling, spinning), so Ctrl-C always means a quiet exit 0.
 
-``bounded_teardown`` guards the destruction of nodes and the rclpy context.  Destroying DDS
+``spin`` spins a node with that handler only marking the interrupt: a KeyboardInterrupt raised at
+an arbitrary bytecode could land inside rclpy's own constructors (seen once in CI: SIGINT between
+the first two statements of ``Future.__init__`` left a half-built Task whose finalizer printed a
+traceback), so while spinning the loop polls the mark instead, at least every ``SPIN_POLL`` s.
+
+``bounded_teardown`` guards the destruction of nodes and the rclpy context (and of a node whose
+constructor failed: its traceback keeps it alive, so ``spin_node`` drops that inside the guard;
+freed later, outside it, it once hung a node refusing a parameter for good).  Destroying DDS
 entities can deadlock inside Fast DDS when one of its timer callbacks needs a lock the destroying
 thread holds (eProsima/Fast-DDS#6502, open; seen here as a node stuck for good in
 ``rcl_service_fini`` while several nodes started and stopped at once).  The blocked call holds
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import faulthandler
+import gc
 import os
 import signal
 import sys
@@ -33,13 +41,18 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["TEARDOWN_TIMEOUT", "bounded_teardown", "end_process", "interrupted", "run_until_signal"]
+__all__ = ["SPIN_POLL", "TEARDOWN_TIMEOUT", "bounded_teardown", "end_process", "interrupted", "run_until_signal",
+           "spin", "spin_node"]
 
 #: Seconds a teardown may take before the process is ended (status 1); below mb-sim-demo's
 #: 1 s grace between SIGINT and SIGTERM.
 TEARDOWN_TIMEOUT = 0.75
+#: Longest wait (s) between two checks for a signal while spinning: bounds the Ctrl-C latency
+#: of a node with no timer and no rclpy signal handler to wake it.
+SPIN_POLL = 0.1
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _interrupted = False
+_deferred = False  # True while `spin` runs: the handler marks the interrupt and raises nothing
 
 
 def interrupted() -> bool:
@@ -50,7 +63,8 @@ def interrupted() -> bool:
 def _on_signal(signum: int, frame) -> None:
     global _interrupted
     _interrupted = True
-    raise KeyboardInterrupt
+    if not _deferred:
+        raise KeyboardInterrupt
 
 
 def run_until_signal(body: Callable[[], int]) -> int:
@@ -118,33 +132,62 @@ def end_process(status: int) -> int:
     os._exit(status)
 
 
-def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], args: list[str] | None = None) -> int:
+def spin(node) -> None:
+    """Spin `node` on its own single-threaded executor until SIGINT/SIGTERM (during
+    ``run_until_signal``) or rclpy's shutdown; the signal only marks the interrupt meanwhile, so
+    no callback and no rclpy object is cut off half-way."""
+    global _deferred
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    _deferred = True
+    try:
+        while not _interrupted and executor.context.ok():
+            executor.spin_once(timeout_sec=SPIN_POLL)
+    finally:
+        _deferred = False
+        executor.remove_node(node)
+        executor.shutdown(timeout_sec=0)
+
+
+def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], args: list[str] | None = None,
+              signal_handlers: bool = True) -> int:
     """Initialize rclpy with `args`, spin the node `create()` makes until Ctrl-C or shutdown, then
     destroy it and shut rclpy down inside :func:`bounded_teardown`.  An error of a type in `fatal`
-    prints ``<name>: <its prefix><error>`` and gives status 1 (0 if a signal came first); the
-    controllers' ``_run``."""
+    prints ``<name>: <its prefix><error>`` and gives status 1 (0 if a signal came first).
+    `signal_handlers`: whether rclpy installs its own (they wake a node that has no timer).  The
+    entry of the node and the controllers."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
+    from rclpy.signals import SignalHandlerOptions
 
-    node = None
+    if interrupted():  # a KeyboardInterrupt swallowed by some import
+        return 0
+    options = SignalHandlerOptions.ALL if signal_handlers else SignalHandlerOptions.NO
+    node, failure, status = None, None, 0
     try:
-        rclpy.init(args=args)
+        rclpy.init(args=args, signal_handler_options=options)
         node = create()
-        rclpy.spin(node)
+        spin(node)
     except tuple(fatal) as err:
-        if interrupted():
-            return 0
-        prefix = next(text for kind, text in fatal.items() if isinstance(err, kind))
-        print(f"{name}: {prefix}{err}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        if not interrupted():
+            prefix = next(text for kind, text in fatal.items() if isinstance(err, kind))
+            print(f"{name}: {prefix}{err}", file=sys.stderr)
+            status = 1
+        failure = err
+    except (KeyboardInterrupt, ExternalShutdownException) as err:
+        failure = err
     finally:
         try:
             with bounded_teardown():
+                if failure is not None:  # its traceback holds a half-built node: destroy its DDS entities here
+                    failure.__traceback__ = None
+                    failure = None
+                    gc.collect()
                 if node is not None:
                     node.destroy_node()
                 rclpy.try_shutdown()
         except KeyboardInterrupt:
             pass
-    return 0
+    return status
