@@ -118,7 +118,7 @@ def robots(quick: bool) -> list[tuple[str, str]]:
     """(name, URDF text) of every benchmarked robot (the open-tree robots of urdf/, UR5, Panda, Solo12, chains;
     --quick: arm6, Panda, Solo12, chains of 2, 6, 12)."""
     erd = example_robot_data_dir()
-    shipped = ("arm6",) if quick else ("pendulum", "double_pendulum", "free_body", "arm6")
+    shipped = ("arm6",) if quick else ("pendulum", "double_pendulum", "free_body", "arm6", "cart_pole")
     out = [(name, (REPO / "urdf" / f"{name}.urdf").read_text()) for name in shipped]
     if not quick:
         out.append(("ur5", (erd / "ur_description" / "urdf" / "ur5_robot.urdf").read_text()))

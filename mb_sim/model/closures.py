@@ -35,7 +35,7 @@ they are recorded in ``satisfied`` for the constraint analysis.
 """
 from __future__ import annotations
 
-from sympy import Expr, Matrix, S
+from sympy import Expr, S
 from sympy.physics.mechanics import Point, ReferenceFrame, System, Vector
 
 from mb_sim.model.base import ComponentError, ConnectionBase, ConstraintRow

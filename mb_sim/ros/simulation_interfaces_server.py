@@ -157,7 +157,7 @@ class _Base:
         """Move a floating base to world `pose` with world-axes twist (`linear`, `angular`); the
         other joints keep their positions and speeds.  The joint frame's world pose is the base's
         pose times the inverse of the joint's current transform (whatever the joint's origin)."""
-        q, u = self.sim.q, self.sim.u
+        q = self.sim.q
         current = np.eye(4)
         current[:3, :3] = quat2mat(q[self._q[3:]])
         current[:3, 3] = q[self._q[:3]]
