@@ -21,10 +21,16 @@ test-slow: setup
 	@$(PY) -m pytest -q -m slow test/test_robot_corpus.py
 
 # Benchmarks: MuJoCo (bench/requirements.txt) is installed here only, not by set-up (tests and CI do not
-# need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".
+# need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".  Then
+# the node's throughput (bench_node.py) into bench/results/node.json and node.md; NODE_BENCH_ARGS defaults
+# to BENCH_ARGS's --quick.
+NODE_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
+
 bench: setup
 	@$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
 	@$(PY) -W ignore bench/bench_dynamics.py $(BENCH_ARGS)
+	@$(PY) -W ignore bench/bench_node.py --json bench/results/node.json --markdown bench/results/node.md \
+		$(NODE_BENCH_ARGS)
 
 # The same plus the n-link chain sweep and its scaling plots (bench/results/scaling_*.png).
 bench-plots: setup
