@@ -32,7 +32,6 @@ import copy
 import datetime
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -40,7 +39,6 @@ import sys
 import tempfile
 import time
 import timeit
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -54,11 +52,14 @@ except ImportError:  # pragma: no cover - a message, not a test
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
+#: The distributions whose versions the report records.
+VERSIONS = ("mb_sim", "sympy", "numpy", "pin", "mujoco", "example-robot-data", "matplotlib")
 sys.path.insert(0, str(REPO / "test"))
 
 from mb_sim import load_urdf  # noqa: E402
 from mb_sim.codegen import load_numeric_model  # noqa: E402
 from mb_sim.model.loads import Gravity  # noqa: E402
+from bench_report import machine, machine_line, versions  # noqa: E402
 from pinocchio_reference import (  # noqa: E402
     coordinates_inside_limits, example_robot_data_dir, pinocchio_configuration, velocity_map,
     with_floating_base,
@@ -484,41 +485,9 @@ def missed(results: list[dict]) -> list[str]:
     return out
 
 
-def machine() -> dict:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        cc = subprocess.run([os.environ.get("CC", "cc"), "--version"], capture_output=True, text=True,
-                            check=False).stdout.splitlines()[0]
-    except (OSError, IndexError):
-        cc = "unknown"
-    return {"cpu": cpu, "cores": len(os.sched_getaffinity(0)), "load_average_at_start": os.getloadavg(),
-            "platform": platform.platform(),
-            "python": platform.python_version(), "compiler": cc}
-
-
-def versions() -> dict:
-    out = {}
-    for name in ("mb_sim", "sympy", "numpy", "pin", "mujoco", "example-robot-data", "matplotlib"):
-        try:
-            out[name] = version(name)
-        except Exception:  # noqa: BLE001
-            out[name] = None
-    return out
-
-
 def markdown(report: dict) -> str:
-    m, v = report["machine"], report["versions"]
-    lines = [f"# bench_dynamics: {report['date']}", "",
-             f"Machine: {m['cpu']}, {m['cores']} cores ({m['platform']}, Python {m['python']}, {m['compiler']}); "
-             f"load average (1 min) {m['load_average_at_start'][0]:.1f} at the start, "
-             f"{m['load_average_at_end'][0]:.1f} at the end; {report['wall_seconds']:.0f} s in all.",
+    v = report["versions"]
+    lines = [f"# bench_dynamics: {report['date']}", "", machine_line(report),
              f"Versions: mb_sim {v['mb_sim']}, SymPy {v['sympy']}, NumPy {v['numpy']}, Pinocchio {v['pin']}, "
              f"MuJoCo {v['mujoco']}. Arguments: {' '.join(report['arguments']) or '(none)'}.", "",
              f"Best of {REPEATS} repeats (per call) and of {STEP_REPEATS} (per step: one C call of N steps of "
@@ -621,7 +590,7 @@ def main() -> None:
         return
     started = time.perf_counter()
     report = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-              "arguments": sys.argv[1:], "machine": machine(), "versions": versions(),
+              "arguments": sys.argv[1:], "machine": machine(compiler=True), "versions": versions(VERSIONS),
               "settings": {"repeats": REPEATS, "step_repeats": STEP_REPEATS, "repeat_seconds": REPEAT_SECONDS,
                            "step_dt": STEP_DT,
                            "agreement_tolerance": AGREEMENT, "unit": "seconds (per call or per step)"},

@@ -29,7 +29,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -37,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib.metadata import distribution, version
+from importlib.metadata import distribution
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +47,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
+
+from bench_report import machine, machine_line, versions
 
 REPO = Path(__file__).resolve().parent.parent
 NODE = Path(sys.executable).parent / "mb_sim_node"
@@ -65,6 +66,8 @@ TARGETS = (f"arm6 >= {TARGET_FACTOR:g}x real time with real_time_factor 0; {TARG
 #: Longest wait for a node to start and report (compiled model, so seconds).
 START_TIMEOUT = 120.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: The distributions whose versions the report records.
+VERSIONS = ("mb_sim", "rclpy", "numpy", "example-robot-data")
 #: /diagnostics reports arrive about 1 s apart; closer ones came in a burst (see fast_figures).
 MIN_INTERVAL = 0.5
 
@@ -213,25 +216,6 @@ def real_time(node: Node, robot: Path, env: dict[str, str], rate: float, seconds
                            "max": float(periods.max())} if len(periods) >= 2 else None)}
 
 
-def machine() -> dict:
-    """CPU model, cores, load and interpreter, to judge the figures by."""
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown")
-    return {"cpu": cpu, "cores": len(os.sched_getaffinity(0)), "load_average_at_start": os.getloadavg(),
-            "platform": platform.platform(), "python": platform.python_version()}
-
-
-def versions() -> dict:
-    """Versions of the packages the figures depend on (None where importlib.metadata has none)."""
-    out = {}
-    for name in ("mb_sim", "rclpy", "numpy", "example-robot-data"):
-        try:
-            out[name] = version(name)
-        except Exception:  # noqa: BLE001
-            out[name] = None
-    return out
-
-
 def fmt(figure: dict | None, scale: float = 1.0, digits: int = 1) -> str:
     """'median (min-max)' of a spread, or n/a."""
     if not figure or figure["median"] is None:
@@ -287,11 +271,8 @@ def verdicts(report: dict) -> list[str]:
 
 def markdown(report: dict) -> str:
     """The report as markdown: machine, both tables and the targets."""
-    m, v = report["machine"], report["versions"]
-    lines = [f"# bench_node: {report['date']}", "",
-             f"Machine: {m['cpu']}, {m['cores']} cores ({m['platform']}, Python {m['python']}); load average "
-             f"(1 min) {m['load_average_at_start'][0]:.1f} at the start, {m['load_average_at_end'][0]:.1f} at the "
-             f"end; {report['wall_seconds']:.0f} s in all.",
+    v = report["versions"]
+    lines = [f"# bench_node: {report['date']}", "", machine_line(report),
              f"Versions: mb_sim {v['mb_sim']}, rclpy {v['rclpy']}, NumPy {v['numpy']}, example-robot-data "
              f"{v['example-robot-data']}. Arguments: {' '.join(report['arguments']) or '(none)'}.", "",
              "Median (min-max) over the 1 s intervals of the steady window. " + report["method"], "",
@@ -323,7 +304,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     report = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "arguments": sys.argv[1:],
-              "machine": machine(), "versions": versions(), "method": METHOD, "targets": TARGETS,
+              "machine": machine(), "versions": versions(VERSIONS), "method": METHOD, "targets": TARGETS,
               "as_fast_as_possible": [], "real_time": []}
     reports, seconds = (3, 3.0) if args.quick else (6, 6.0)
     with tempfile.TemporaryDirectory() as cache:
