@@ -42,7 +42,9 @@ class SpringState:
 class ConstraintErrors:
     """Karana's poseError/velError/accelError of one named constraint: the residuals of its rows
     of Phi(q) = 0 (holonomic ones only), A u + b = 0 and A u' + c = 0 (NaN where the forward
-    dynamics failed), whether it is enforced or not."""
+    dynamics failed), whether it is enforced or not.  A rolling wheel's rows are its contact
+    point's velocity along its rolling direction and its axle over its radius (rad/s; times the
+    radius: the slip velocity in m/s)."""
 
     enabled: bool
     position: np.ndarray
