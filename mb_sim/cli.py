@@ -140,9 +140,9 @@ def _info(args: argparse.Namespace) -> int:
     for line in constraints.report:
         print(f"  {line}")
     for name, service in constraint_service_names(list(dict.fromkeys(constraints.names))).items():
-        flags = [on for n, on in zip(constraints.names, constraints.enabled_by_default) if n == name]
-        rows, masked = sum(flags), len(flags) - sum(flags)
-        extra = f" (+{masked} redundant, masked)" if masked else ""
+        flags = [on for n, on in zip(constraints.names, constraints.independent) if n == name]
+        rows, redundant = sum(flags), len(flags) - sum(flags)
+        extra = f" (+{redundant} redundant where assembled)" if redundant else ""
         print(f"  {name}: {rows} equation{'s' if rows != 1 else ''}{extra}; switch with --disable {name} or {service}")
     print(f"Degrees of freedom: {analysis.closed_loop_dof} ({analysis.open_loop_dof} speeds of the open tree - "
           f"{analysis.kept} independent constraints)")
@@ -240,20 +240,28 @@ def _check_names(robot: Robot, inputs: dict[str, float], initial: dict[str, floa
 @_user_errors
 def _simulate(args: argparse.Namespace) -> int:
     """Simulate a robot under constant efforts and voltages, write what was asked and print a summary."""
-    from mb_sim.sim import INTEGRATORS, Simulator
+    from mb_sim.sim import INTEGRATORS, AssemblyError, Simulator
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
     robot = _load_robot(args.robot, args.strict)
     inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
     _check_names(robot, inputs, initial, voltages)
-    sim = Simulator(robot, dt=args.dt, integrator=args.integrator, backend=args.backend, progress=_note,
-                    default_effort_limit=args.default_effort_limit)
+    # --initial is where the model is assembled from; with --disable the constraints released no
+    # longer tie those values, so they are set once the constraints are (set_state keeps them)
+    assembled = {} if args.disable else initial
+    tolerances = {name: value for name, value in (("rtol", args.rtol), ("atol", args.atol)) if value is not None}
+    try:
+        sim = Simulator(robot, dt=args.dt, integrator=args.integrator, backend=args.backend, progress=_note,
+                        default_effort_limit=args.default_effort_limit, initial_positions=assembled, **tolerances)
+    except AssemblyError as err:
+        raise CommandError(f"--initial: {err}" if assembled else str(err)) from None
     with _culprit("--disable"):
         for name in args.disable:
             sim.set_constraint_enabled(name, False)
-    with _culprit("--initial"):
-        sim.set_state(positions=initial)
+    if args.disable:
+        with _culprit("--initial"):
+            sim.set_state(positions=initial)
     with _culprit("--input"):
         sim.set_efforts(inputs)
     with _culprit("--voltage"):
@@ -374,9 +382,15 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
     simulate.add_argument("--dt", type=_positive, default=1e-3, help="physics time step [s] (default 0.001)")
     simulate.add_argument("--integrator", default="rk4", metavar="NAME",
                           help="rk4 (default: fixed step, in C), or adaptive RK45, DOP853, Radau, BDF")
+    for option, what in (("--rtol", "relative"), ("--atol", "absolute")):
+        simulate.add_argument(option, type=_positive, metavar="TOL",
+                              help=f"{what} tolerance of the adaptive integrators (RK45, DOP853, Radau, BDF; "
+                                   "default 1e-10; rk4 takes none)")
     for option, what in (("--input", "constant effort of an actuated joint [N m or N]"),
                          ("--voltage", "constant voltage of a DC motor, by motor name [V]"),
-                         ("--initial", "initial position of a joint or coordinate [rad or m]")):
+                         ("--initial", "initial position of a joint or coordinate [rad or m]; the model is "
+                                       "assembled from them: the loops closed with these values held and "
+                                       "the others solved, on the branch nearest them")):
         simulate.add_argument(option, type=_assignment, nargs="+", action="extend", default=[],
                               metavar="MOTOR=VALUE" if option == "--voltage" else "JOINT=VALUE",
                               help=f"{what} (repeatable)")

@@ -36,7 +36,7 @@ def toy_header(on: bool) -> str:
     lines += [f"#define MB_{k} {v}" for k, v in dims.items()]
     lines += ["#define MB_N_STATE (MB_N_Q + MB_N_U + MB_N_Z)", "#define MB_SPRING_MIN_LENGTH 1e-09",
               "#define MB_N_OUT 400", "#define MB_N_BLOCKS 11", "#define MB_PROJECTION_TOLERANCE 1e-12",
-              "#define MB_PROJECTION_ITERATIONS 20", "#define MB_SERVO_WIDTH 23", "#define MB_LEN_CHAIN 15"]
+              "#define MB_PROJECTION_ITERATIONS 20", "#define MB_DEPENDENT_PIVOT 1e-10", "#define MB_SERVO_WIDTH 23", "#define MB_LEN_CHAIN 15"]
     lines += [f"#define MB_OFFSET_{name} {30 * i}" for i, name in enumerate(BLOCKS)]
     lines += [f"#define MB_HAS_{name} {int(on)}" for name in FEATURES]
     return "\n".join(lines) + "\n"

@@ -205,10 +205,10 @@ def test_info_lists_dropped_constraints(repo, monkeypatch, capsys):
     assert cli.main(["info", "zoo_with_extra_constraints"]) == 0
     text = capsys.readouterr().out
     assert ("Constraints: 1 of 3 kept\n"
-            "  constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others; masked while they are "
-            "enforced\n"
+            "  constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others where the robot is "
+            "assembled; enforced with them (the dynamics keep the independent rows wherever the robot is)\n"
             "  constraint 2 (RevoluteJoint 'finger_joint') is already satisfied (zero row); dropped\n"
-            "  finger_joint: 1 equation (+1 redundant, masked); switch with --disable finger_joint or "
+            "  finger_joint: 1 equation (+1 redundant where assembled); switch with --disable finger_joint or "
             "~/constraints/finger_joint/enable\n"
             "Degrees of freedom: 6 (7 speeds of the open tree - 1 independent constraints)\n"
             "Dependent coordinates (solved from the others): finger_joint_q\n") in text

@@ -345,8 +345,11 @@ def test_factorization_failure_raises(cache, backend):
         model.rk4([0.1], [0.2], [0.0], 1e-3, 5, params=[0.0, 1.0, 9.81], t=0.5)
     assert failure.value.t == 0.5 and (model.buffers.q[0], model.buffers.u[0]) == (0.1, 0.2)
     masses = compile_model(masses_on_a_line(), backend, cache)
+    # k = 0: the constraint's row vanishes and says nothing here: a zero multiplier, free motion.
+    _, udot = masses.forward_dynamics([0, 0], [0, 0], [1, 1], params=[1.0, 1.0, 0.0])
+    assert masses.buffers.lam[0] == 0.0 and udot.tolist() == [1.0, 1.0]
     with pytest.raises(FactorizationError, match="constraints") as failure:
-        masses.forward_dynamics([0, 0], [0, 0], [1, 1], params=[1.0, 1.0, 0.0])
+        masses.forward_dynamics([0, 0], [0, 0], [1, 1], params=[1.0, 1.0, np.inf])
     assert failure.value.code == 2
 
 

@@ -43,11 +43,13 @@ def test_redundant_and_satisfied_constraints_are_reported_and_dropped(repo):
     assert len(robot.system.holonomic_constraints) == 3
     lines = []
     eom = derive_equations(robot, progress=lines.append)
-    # The redundant copy stays in the equations, masked while the mimic row it repeats is enforced.
+    # The redundant copy stays in the equations, enforced with the mimic row it repeats (the
+    # dynamics leave it to that row); the report calls it redundant.
     assert eom.n_constraints == 2 and eom.outputs["phi"].shape == (2, 1)
-    assert eom.constraint_defaults == [True, False]
+    assert eom.constraint_independent == [True, False]
     text = "\n".join(lines)
-    assert "constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others; masked while they are enforced" in text
+    assert ("constraint 1 (RevoluteJoint 'finger_joint') is redundant with the others where the robot is assembled; "
+            "enforced with them") in text
     assert "constraint 2 (RevoluteJoint 'finger_joint') is already satisfied (zero row); dropped" in text
 
 

@@ -62,7 +62,7 @@ from mb_sim.codegen.errors import SPRING_MIN_LENGTH
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLayout
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
-from mb_sim.codegen.projection import PROJECTION_ITERATIONS, PROJECTION_TOLERANCE, Projection
+from mb_sim.codegen.projection import DEPENDENT_PIVOT, PROJECTION_ITERATIONS, PROJECTION_TOLERANCE, Projection
 from mb_sim.codegen.servo import SERVO_WIDTH
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
@@ -70,7 +70,7 @@ __all__ = ["GENERATOR_VERSION", "RUNTIME_HEADER", "RUNTIME_SOURCES", "generate_c
            "runtime_directory", "runtime_files"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "12"
+GENERATOR_VERSION = "13"
 
 #: The hand-written runtime, real C files shipped with the package (setup.py package_data): the
 #: header the generated part includes first, and the sources it includes after its functions.
@@ -181,7 +181,7 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection
         n_inputs=len(eom.inputs), n_params=len(eom.parameters), n_c=eom.n_constraints,
         n_h=eom.n_holonomic, n_springs=len(eom.spring_names), spring_min=repr(SPRING_MIN_LENGTH),
         n_out=layout.size, n_blocks=len(blocks), servo_width=SERVO_WIDTH,
-        n_quaternions=len(projection.quaternion_starts), n_position_speeds=len(projection.position_speeds),
+        n_quaternions=len(projection.quaternion_starts), n_position_speeds=len(projection.correction_speeds),
         len_chain=max(len(chains), 1), features=_features(eom, projection),
         offset_list=", ".join(str(b.offset) for b in blocks) + f", {layout.size}",
         rows=", ".join(str(b.shape[0]) for b in blocks),
@@ -189,8 +189,9 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection
         chain_starts=", ".join(map(str, starts)), chains=", ".join(map(str, chains)) or "0",
         projection_tables=_projection_tables(projection),
         quaternions=_index_list(projection.quaternion_starts),
-        position_speeds=_index_list(projection.position_speeds),
-        tolerance=repr(PROJECTION_TOLERANCE), iterations=PROJECTION_ITERATIONS)
+        position_speeds=_index_list(projection.correction_speeds),
+        tolerance=repr(PROJECTION_TOLERANCE), iterations=PROJECTION_ITERATIONS,
+        dependent_pivot=repr(DEPENDENT_PIVOT))
 
 
 def _features(eom: EquationsOfMotion, projection: Projection) -> str:
@@ -220,9 +221,9 @@ def _projection_tables(projection: Projection) -> str:
     if projection.quaternion_starts:
         tables.append("static const int mb_quaternion_starts[MB_N_QUATERNIONS] = "
                       f"{{{_index_list(projection.quaternion_starts)}}};\n")
-    if projection.position_speeds:
+    if projection.correction_speeds:
         tables.append("static const int mb_position_speeds[MB_N_POSITION_SPEEDS] = "
-                      f"{{{_index_list(projection.position_speeds)}}};\n")
+                      f"{{{_index_list(projection.correction_speeds)}}};\n")
     return "".join(tables)
 
 
@@ -286,6 +287,7 @@ $table
 #define MB_N_BLOCKS $n_blocks
 #define MB_PROJECTION_TOLERANCE $tolerance
 #define MB_PROJECTION_ITERATIONS $iterations
+#define MB_DEPENDENT_PIVOT $dependent_pivot
 #define MB_SERVO_WIDTH $servo_width
 #define MB_N_QUATERNIONS $n_quaternions
 #define MB_N_POSITION_SPEEDS $n_position_speeds

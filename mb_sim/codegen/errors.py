@@ -7,7 +7,7 @@ __all__ = ["CodegenError", "FactorizationError", "FACTORIZATION_FAILURES", "SPRI
 # backend uses the same codes.
 FACTORIZATION_FAILURES = {
     1: "the mass matrix is not positive definite",
-    2: "the constraints are singular here (A M^-1 A^T not positive definite)",
+    2: "the constraints' Schur complement A M^-1 A^T is not finite",
     3: "the state is not finite (NaN or inf)",
     4: "projection onto the constraints failed",
     5: "a spring-damper's length reached zero (its direction is undefined)",

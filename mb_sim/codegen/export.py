@@ -178,7 +178,7 @@ def _export_part(eom: EquationsOfMotion, name: str, fields: list[str]) -> str:
     the numerical linearization, the default parameters and constraint flags."""
     values = "\n".join(f"    p.{f} = {_literal(v)};" for f, v in zip(fields, eom.parameter_values))
     to_array = "\n".join(f"    params[{k}] = p->{f};" for k, f in enumerate(fields))
-    enabled = ", ".join("1.0" if on else "0.0" for on in eom.constraint_defaults) or "0.0"
+    enabled = ", ".join("1.0" for _ in range(eom.n_constraints)) or "0.0"
     return _EXPORT.substitute(name=name, defaults=values or "    p.unused = 0.0;",
                               to_array=to_array or "    (void)p; (void)params;", enabled=enabled)
 
@@ -212,9 +212,11 @@ _HEADER = Template("""\
  *   any pointer when MB_N_Z is 0), inputs[MB_N_INPUTS] (joint efforts [N m or N], motor
  *   voltages [V]), params[MB_N_PARAMS] (see mb_params_t and mb_params_to_array), t time [s],
  *   enabled[MB_N_CONSTRAINTS] one flag per constraint row (non-zero: enforced; NULL: all rows;
- *   mb_default_enabled gives the model's defaults, which leave redundant rows out).
- * Status codes: 0 ok; 1 mass matrix not positive definite; 2 constraints singular
- * (A M^-1 A^T not positive definite); 3 state not finite; 4 projection failed; 5 a
+ *   mb_default_enabled gives the defaults: every row; a row that depends on the others where the
+ *   robot is gets a zero multiplier there, judged at every call).
+ * Status codes: 0 ok; 1 mass matrix not positive definite; 2 constraints' Schur complement
+ * A M^-1 A^T not finite (a constraint row dependent on the others is not a failure: it gets a zero
+ * multiplier); 3 state not finite; 4 projection failed; 5 a
  * spring-damper shorter than its minimum length.
  *
 $symbols */

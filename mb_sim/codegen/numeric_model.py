@@ -73,9 +73,8 @@ class NumericModel(ABC):
         judged redundant (see the equations of motion); per row, what it says.
     dependent_coordinates
         Indices of the coordinates the constraints determine (those projection moves).
-    constraint_defaults, generic_configurations
-        Per row 1.0 if enforced with every constraint enabled (0.0: redundant, masked); the
-        configurations redundancy was judged at.
+    generic_configurations
+        The configurations redundancy was judged at (the assembled one first).
     spring_names, force_laws
         The spring-dampers (rows of the spring outputs); per user-law spring, ``(spring, law)``.
     force_law_error
@@ -104,7 +103,6 @@ class NumericModel(ABC):
         self.redundant_constraints = list(eom.redundant_constraints)
         self.constraint_labels = list(eom.constraint_labels) or list(self.constraint_names)
         self.dependent_coordinates = list(eom.dependent_coordinates)
-        self.constraint_defaults = np.array(eom.constraint_defaults or [True] * self.n_constraints, dtype=float)
         self.generic_configurations = [np.array(c, dtype=float) for c in eom.generic_configurations]
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
         self._force_law: ForceLawCallback | None = None
@@ -122,7 +120,7 @@ class NumericModel(ABC):
                  "applied": self.n_inputs}
         self.buffers = Buffers(servo=servo_table(self.n_inputs), **{name: np.zeros(n) for name, n in sizes.items()})
         self.buffers.params[:] = self.parameter_values
-        self.buffers.enabled[:] = self.constraint_defaults
+        self.buffers.enabled[:] = 1.0  # every row: the dynamics leave a row dependent where the robot is to the others
 
     def set_force_law(self, law: ForceLawCallback | None) -> None:
         """The function evaluating the user force laws (see :data:`ForceLawCallback`); without

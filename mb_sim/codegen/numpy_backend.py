@@ -11,7 +11,7 @@ from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS
 from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import StraightLineProgram, straight_line_program
-from mb_sim.codegen.projection import project_state
+from mb_sim.codegen.projection import project_state, solve_gram
 from mb_sim.codegen.servo import apply_servos
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
@@ -163,8 +163,7 @@ class NumpyModel(NumericModel):
             on = b.enabled != 0.0  # disabled rows: zero multipliers, as in C
             lam[:] = 0.0
             try:
-                lam[on] = np.linalg.solve(
-                    a[on] @ y[:, on], a[on] @ udot_free + view(b.out, "acceleration_bias")[on, 0])
+                lam[on] = solve_gram(a[on] @ y[:, on], a[on] @ udot_free + view(b.out, "acceleration_bias")[on, 0])
             except np.linalg.LinAlgError:
                 return 2
             udot_free = udot_free - y[:, on] @ lam[on]

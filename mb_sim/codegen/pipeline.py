@@ -33,7 +33,8 @@ from mb_sim.urdf.size import check_model_size
 __all__ = ["load_numeric_model"]
 
 # The index lists of EquationsOfMotion the header carries.
-_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", "quaternion_starts")
+_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", "projection_speeds",
+                "quaternion_starts")
 # ... and its name lists.
 _NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names", "motor_names")
 
@@ -69,7 +70,7 @@ def _sha256(text: str) -> str:
 def _header(eom: EquationsOfMotion) -> dict:
     return {
         "name": eom.name, "q": [str(s) for s in eom.q], "u": [str(s) for s in eom.u], "z": [str(s) for s in eom.z],
-        "constraint_defaults": [bool(v) for v in eom.constraint_defaults],
+        "constraint_independent": [bool(v) for v in eom.constraint_independent],
         "generic_configurations": [[float(v) for v in c] for c in eom.generic_configurations],
         "inputs": [str(s) for s in eom.inputs], "parameters": [str(s) for s in eom.parameters],
         "link_names": eom.link_names,
@@ -113,7 +114,7 @@ def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress)
             return None
         eom = EquationsOfMotion(
             name=header["name"], q=[Symbol(n) for n in header["q"]], u=[Symbol(n) for n in header["u"]],
-            z=[Symbol(n) for n in header["z"]], constraint_defaults=[bool(v) for v in header["constraint_defaults"]],
+            z=[Symbol(n) for n in header["z"]], constraint_independent=[bool(v) for v in header["constraint_independent"]],
             generic_configurations=header["generic_configurations"],
             inputs=[Symbol(n) for n in header["inputs"]], parameters=list(values),
             parameter_values=list(values.values()), time=dynamicsymbols._t, temporaries=[],

@@ -6,7 +6,7 @@ constraints ``Phi(q) = 0`` and velocity constraints ``A u + b = 0`` stop holding
 
 1. renormalizes each quaternion block ``q[s:s + 4]`` to unit norm;
 2. if there are holonomic constraints, moves the coordinates onto ``Phi = 0`` by Gauss-Newton
-   along the position speeds ``S``: until ``max |Phi| <= PROJECTION_TOLERANCE`` (at most
+   along the correction speeds ``S`` (every speed entering the holonomic rows): until ``max |Phi| <= PROJECTION_TOLERANCE`` (at most
    ``PROJECTION_ITERATIONS`` corrections), with ``A_h`` the holonomic rows of ``A``
    (``= dPhi/dq N(q)``, N the kinematic map ``dq'/du``), the least-norm ``du_S`` with
    ``A_h[:, S] du_S = -Phi`` (Cholesky of ``A_hS A_hS^T``) moves ``q += N(q) du``.  Working in
@@ -26,6 +26,10 @@ when a user sets a state.
 
 Only the enabled constraint rows take part (``enabled``, one flag per velocity constraint row;
 the first ``n_h`` also flag the rows of Phi): a disabled row is as if it had not been derived.
+Among them, a row that depends on the rows before it at the current configuration (its pivot in
+the Cholesky factorization of ``A_hS A_hS^T`` or ``A M^-1 A^T`` at most :data:`DEPENDENT_PIVOT`
+of its diagonal) is left to them (:func:`solve_gram`), but its residual is checked with the
+others: a redundant row that stops holding makes the projection fail, never a silent opening.
 
 It fails (status 4) on a zero or non-finite quaternion, a singular ``J J^T`` or ``A_S A_S^T``, or
 when Gauss-Newton does not reach the tolerance.
@@ -40,10 +44,16 @@ import numpy as np
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.symbolic.equations import EquationsOfMotion
 
-__all__ = ["PROJECTION_ITERATIONS", "PROJECTION_TOLERANCE", "Projection", "project_state"]
+__all__ = ["DEPENDENT_PIVOT", "PROJECTION_ITERATIONS", "PROJECTION_TOLERANCE", "Projection", "project_state",
+           "solve_gram"]
 
 PROJECTION_TOLERANCE = 1e-12
 PROJECTION_ITERATIONS = 20
+#: A constraint row whose Cholesky pivot in a Gram matrix (``A_S A_S^T``, ``A M^-1 A^T``) is at most
+#: this fraction of its diagonal entry depends on the rows before it at that configuration: it gets
+#: a zero multiplier and the rows it depends on carry its share (C: ``mb_cholesky``); so does a row
+#: whose diagonal entry is at most this fraction of the largest (a row vanishing there).
+DEPENDENT_PIVOT = 1e-10
 
 # Phi (n_h), N (n_q x n_u), M (n_u x n_u), A (n_c x n_u) and b (n_c) at the coordinates q.
 ConstraintFunction = Callable[[np.ndarray], tuple[np.ndarray, ...]]
@@ -58,8 +68,13 @@ class Projection:
     quaternion_starts
         Index in q of the scalar part of each unit quaternion block.
     position_speeds
-        The speeds along which the coordinates are moved onto Phi = 0 (every speed if the model
-        names none); empty without holonomic constraints.
+        The dependent speeds the constraint kinematics solver prefers to move the coordinates
+        along onto Phi = 0 (every speed if the model names none); empty without holonomic
+        constraints.
+    correction_speeds
+        The speeds along which the projection moves the coordinates onto Phi = 0: every speed
+        entering the holonomic rows (every speed if the model names none), so the least-norm
+        correction works wherever the rows are independent; empty without holonomic constraints.
     speeds
         The dependent speeds (every speed if the model names none); empty without velocity
         constraints.  Projection corrects every speed; these are the ones the constraint
@@ -69,6 +84,7 @@ class Projection:
     quaternion_starts: tuple[int, ...]
     position_speeds: tuple[int, ...]
     speeds: tuple[int, ...]
+    correction_speeds: tuple[int, ...] = ()
 
     @classmethod
     def from_equations(cls, eom: EquationsOfMotion) -> Projection:
@@ -81,7 +97,7 @@ class Projection:
             (dependent) speeds are named than there are independent holonomic (velocity)
             constraints.
         """
-        enforced = eom.constraint_defaults or [True] * eom.n_constraints
+        enforced = eom.constraint_independent or [True] * eom.n_constraints
         n_h, n_c = sum(enforced[:eom.n_holonomic]), sum(enforced)
         starts = _indices(eom, "quaternion_starts", eom.quaternion_starts, eom.n_q - 3)
         covered = [s + k for s in starts for k in range(4)]
@@ -90,7 +106,8 @@ class Projection:
         _indices(eom, "dependent_coordinates", eom.dependent_coordinates, eom.n_q)
         position = _dependent(eom, "position_speeds", eom.position_speeds, eom.n_u, n_h)
         speeds = _dependent(eom, "dependent_speeds", eom.dependent_speeds, eom.n_u, n_c)
-        return cls(starts, position, speeds)
+        correction = _dependent(eom, "projection_speeds", eom.projection_speeds or eom.position_speeds, eom.n_u, n_h)
+        return cls(starts, position, speeds, correction)
 
     @property
     def needed(self) -> bool:
@@ -170,7 +187,7 @@ def _project_coordinates(
     Returns the constraint outputs at the projected q (the last evaluation, which also serves the
     speed projection), or None if the tolerance is not reached.
     """
-    selected = list(projection.position_speeds)
+    selected = list(projection.correction_speeds or projection.position_speeds)
     for iteration in range(PROJECTION_ITERATIONS + 1):
         outputs = constraints(q)
         n_h = outputs[0].shape[0]
@@ -180,7 +197,7 @@ def _project_coordinates(
             return outputs
         if iteration < PROJECTION_ITERATIONS:
             step = np.zeros(outputs[1].shape[1])
-            step[selected] = -jacobian.T @ _solve_positive_definite(jacobian @ jacobian.T, phi)
+            step[selected] = -jacobian.T @ solve_gram(jacobian @ jacobian.T, phi)
             q += outputs[1] @ step
             if not _normalize_quaternions(projection.quaternion_starts, q):
                 return None
@@ -192,10 +209,31 @@ def _project_speeds(u: np.ndarray, mass: np.ndarray, matrix: np.ndarray, bias: n
     if matrix.shape[0] == 0:
         return
     y = _solve_positive_definite(mass, matrix.T)  # M^-1 A^T
-    u -= y @ _solve_positive_definite(matrix @ y, matrix @ u + bias)
+    u -= y @ solve_gram(matrix @ y, matrix @ u + bias)
 
 
 def _solve_positive_definite(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """``matrix^-1 rhs`` by Cholesky, as in C; LinAlgError if `matrix` is not positive definite."""
     lower = np.linalg.cholesky(matrix)
     return np.linalg.solve(lower.T, np.linalg.solve(lower, rhs))
+
+
+def solve_gram(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``gram^-1 rhs`` for the Gram matrix of constraint rows, by the rank-revealing Cholesky of
+    the C runtime (``mb_cholesky``): a row dependent on the rows before it here (pivot at most
+    DEPENDENT_PIVOT of its diagonal), or vanishing here (diagonal at most DEPENDENT_PIVOT of the
+    largest), gets 0.  LinAlgError if `gram` is not finite."""
+    n = gram.shape[0]
+    if not np.all(np.isfinite(gram)):
+        raise np.linalg.LinAlgError("the constraints' Gram matrix is not finite")
+    lower, x = np.zeros((n, n)), np.array(rhs, dtype=float)
+    largest = max(0.0, float(np.diag(gram).max(initial=0.0)))
+    for j in range(n):
+        pivot = gram[j, j] - lower[j, :j] @ lower[j, :j]
+        if not (pivot > DEPENDENT_PIVOT * gram[j, j] and gram[j, j] > DEPENDENT_PIVOT * largest):  # dependent
+            lower[j, :j], lower[j, j], x[j] = 0.0, 1.0, 0.0
+            continue
+        lower[j, j] = np.sqrt(pivot)
+        lower[j + 1:, j] = (gram[j + 1:, j] - lower[j + 1:, :j] @ lower[j, :j]) / lower[j, j]
+    return np.linalg.solve(lower.T, np.linalg.solve(lower, x))
+

@@ -56,7 +56,7 @@ from mb_sim.ros.pacing import (
     FAST_TICK_BUDGET, FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging,
     steps_per_period,
 )
-from mb_sim.sim import SimulationError, Simulator
+from mb_sim.sim import AssemblyError, SimulationError, Simulator
 from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
@@ -316,13 +316,26 @@ class SimulationNode(Node):
                                "of motion; later runs load them from the cache)")
         robot = self._load_robot(parameter, source)
         self._log_repairs(robot, parameter)
+        self._initial_positions = self._initial_positions_given(robot)
         try:
-            with self._warnings_logged():  # cache, limits: to the log
+            with self._warnings_logged():  # cache, limits, assembly: to the log
                 self.sim = Simulator(robot, dt=self.dt, backend=BACKEND, progress=self.get_logger().info,
                                      **self._simulator_options())
+        except AssemblyError as err:  # the model is assembled from initial_positions
+            raise StartupError(f"parameter {'initial_positions' if self._initial_positions else parameter}: "
+                               f"{err}") from None
         except STARTUP_ERRORS as err:
             raise StartupError(f"parameter {parameter}: {err}") from None
         return text
+
+    def _initial_positions_given(self, robot: Robot) -> dict[str, float]:
+        """The ``initial_positions.<joint>`` values given (read before they can be declared: the
+        simulator assembles the model from them), for one-DoF joints of `robot`; other names
+        are refused by :meth:`_set_initial_positions`."""
+        joints = {j.name for j in robot.joints.values() if len(j.q) == 1}
+        overrides = getattr(self, "_parameter_overrides", {})
+        return {name.split(".", 1)[1]: self._number(name, lambda v: True, "", overrides[name].value)
+                for name in overrides if name.startswith("initial_positions.") and name.split(".", 1)[1] in joints}
 
     def _robot_source(self) -> tuple[str, str, str]:
         """(parameter naming the robot, path or URDF text for the loader, URDF text)."""
@@ -372,10 +385,11 @@ class SimulationNode(Node):
                     self.get_logger().warning(message)
 
     def _simulator_options(self) -> dict:
-        """Simulator keyword arguments from parameters: ``default_effort_limit`` (0: none)."""
+        """Simulator keyword arguments from parameters: ``default_effort_limit`` (0: none), the
+        ``initial_positions`` given (a recording's replay assembles the model the same way)."""
         limit = self._number("default_effort_limit", lambda v: v >= 0, "must be zero (no limit) or positive")
         return {"default_effort_limit": limit or None, "servo_frequency": self.servo_frequency,
-                "servo_feed_forward": self.servo_feed_forward}
+                "servo_feed_forward": self.servo_feed_forward, "initial_positions": dict(self._initial_positions)}
 
     def _declare_servo_gains(self) -> None:
         """Declare ``gains.<joint>.p`` and ``.d`` for every servoed joint (defaults: the servo's) and
@@ -392,7 +406,8 @@ class SimulationNode(Node):
     def _set_initial_positions(self) -> None:
         """Declare ``initial_positions.<joint>`` for every independent one-DoF joint (one the
         constraints do not determine: not a mimic joint, not the coupler or rocker of a closed
-        loop) and apply them; the constraints then determine the others."""
+        loop) and refuse the others; the simulator was assembled from the values given (the
+        constraints determine the rest)."""
         joints = self.sim.independent_joints
         for joint in joints:
             self.declare_parameter(f"initial_positions.{joint}", 0.0, _descriptor(
@@ -407,11 +422,6 @@ class SimulationNode(Node):
                 raise StartupError(f"parameter {rejected[0]}: the constraints (closed loops, mimic joints) determine "
                                    f"joint {joint} from the independent joints; set those instead; {listed}")
             raise StartupError(f"parameter {rejected[0]}: no such one-DoF joint; {listed}")
-        positions = {joint: self._number(f"initial_positions.{joint}", lambda v: True, "") for joint in joints}
-        try:
-            self.sim.set_state(positions=positions)
-        except (ValueError, SimulationError) as err:
-            raise StartupError(f"parameter initial_positions: {err}") from None
 
     def _switch_constraints(self) -> dict[str, str]:
         """Apply ``disabled_constraints``; the SetBool service name of each constraint."""

@@ -30,6 +30,7 @@ import scipy.linalg
 
 from mb_sim.codegen.numpy_backend import NumpyModel
 from mb_sim.symbolic import derive_equations
+from mb_sim.symbolic.constraints import independent_rows
 
 __all__ = ["Linearization", "LinearizationError", "linearize", "equilibrium", "Equilibrium"]
 
@@ -140,6 +141,14 @@ class _Rates:
         view = self.model.layout.view
         self.view = lambda flat, name: view(flat, name)
 
+    def keep_independent_rows(self, q, u, z, r) -> None:
+        """Enforce only the enabled constraint rows independent at this point (the simulator's
+        dynamics leave a row that depends on the others there to them; here it would make the
+        solves singular)."""
+        matrix = np.real(self.view(self.outputs(q, u, z, r), "constraint_matrix"))
+        rows = independent_rows(matrix, np.flatnonzero(self.enabled).tolist())
+        self.enabled = np.isin(np.arange(len(self.enabled)), rows)
+
     def outputs(self, q, u, z, r) -> np.ndarray:
         return self.model.outputs_at(q, u, z, r, self.params, self.sim.time)
 
@@ -206,6 +215,7 @@ def linearize(sim, positions: Mapping[str, float] | None = None, velocities: Map
     rates = _Rates(sim)
     q, u, z = _state_at(sim, positions, velocities)
     r = _inputs(sim, inputs or {})
+    rates.keep_independent_rows(q, u, z, r)
     n_q, n_u = len(q), len(u)
     if n_q != n_u:
         raise LinearizationError(f"robot '{sim.robot.name}' has {n_q} coordinates for {n_u} speeds (a quaternion "
@@ -330,6 +340,7 @@ def equilibrium(sim, positions: Mapping[str, float] | None = None, input_kind: s
     u = np.zeros(len(sim.u))
     z, r = np.zeros(len(sim.z)), np.zeros(len(sim.actuated_joints) + len(sim.motors))
     columns = _input_columns(sim, input_kind)
+    rates.keep_independent_rows(q, u, z, r)
     on = rates.enabled
 
     def balance(zc, rc):

@@ -17,8 +17,9 @@ import numpy as np
 
 from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
 from mb_sim.model import DCMotor, JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
+from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
-from mb_sim.sim.errors import EffortLimitWarning, SimulationError
+from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, SimulationError
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.runaway import (
     ROTATIONAL_SPEED_BOUND, SPEED_LIMIT_FACTOR, TRANSLATIONAL_SPEED_BOUND, RunawayWatch, speed_bounds,
@@ -38,6 +39,8 @@ INTEGRATORS = {
     "Radau": "adaptive implicit Radau IIA, for stiff models (scipy solve_ivp)",
     "BDF": "adaptive implicit backward differentiation, for stiff models (scipy solve_ivp)",
 }
+#: Assembly names coordinates it moved by more than this [rad or m] (AssemblyWarning).
+ASSEMBLY_NOTED = 1e-6
 #: Joint stops are tuned to a critically damped frequency of STOP_FREQUENCY / dt rad/s.
 STOP_FREQUENCY = 0.25
 #: Most RK4 steps in one call of the generated code: between calls Python handles signals
@@ -61,11 +64,19 @@ class Simulator:
     backend, cache_dir, progress
         Passed to :func:`mb_sim.codegen.load_numeric_model`.
     rtol, atol
-        Tolerances of the adaptive integrators.
+        Relative and absolute tolerances of the adaptive integrators (positive).
+    initial_positions
+        Initial positions by one-DoF joint or coordinate name (as ``set_state`` takes them),
+        written into the URDF's zero configuration, which is then *assembled*: the constraints
+        are closed with the values given held exactly and the others solved, on the assembly
+        branch nearest to them (see :meth:`_assemble`).  AssemblyError when no closed
+        configuration is found near them (or near zero, without any) or a value contradicts the
+        others.  ``reset`` returns to this state.
     default_effort_limit
         The effort limit [N m or N] of actuated joints whose URDF gives none (no ``<limit
         effort>``, or 0); None (default): their efforts are not clamped.  Either way an
-        :class:`~mb_sim.sim.errors.EffortLimitWarning` lists those joints.
+        :class:`~mb_sim.sim.errors.EffortLimitWarning` lists those joints, but for passive ones
+        (joints the constraints drive: their coordinates are ``dependent_coordinates``).
     speed_limit_factor, default_speed_bounds
         Runaway speed bounds (see :mod:`mb_sim.sim.runaway`): `speed_limit_factor` times a joint's
         URDF velocity limit, else ``default_speed_bounds`` (rotational rad/s, translational m/s);
@@ -91,11 +102,14 @@ class Simulator:
                  default_effort_limit: float | None = None, speed_limit_factor: float | None = SPEED_LIMIT_FACTOR,
                  default_speed_bounds: tuple[float, float] = (ROTATIONAL_SPEED_BOUND, TRANSLATIONAL_SPEED_BOUND),
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
-                 servo_feed_forward: bool = True) -> None:
+                 servo_feed_forward: bool = True, initial_positions: Mapping[str, float] | None = None) -> None:
         if integrator not in INTEGRATORS:
             raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
+        for name, tolerance in (("rtol", rtol), ("atol", atol)):
+            if not (math.isfinite(tolerance) and tolerance > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {tolerance}")
         _check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
         self.robot = robot if isinstance(robot, Robot) else load_urdf(robot)
         self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
@@ -116,16 +130,17 @@ class Simulator:
         self.electrical_state_names = [symbol_name(m.current) for m in motors if m.inductive]
         self._one_dof = {j.name: (self.coordinate_names.index(symbol_name(j.q[0])), self.speed_names.index(symbol_name(j.u[0])))
                          for j in self.robot.joints.values() if len(j.q) == 1}
+        self._angles = [k for j, (k, _) in self._one_dof.items()  # compared modulo 2 pi by assembly
+                        if self.robot.joints[j].joint_description.type in ("revolute", "continuous")]
         self._kinematics = ConstraintKinematics(self.model, self.model.constraint_labels)
         self._released: set[str] = set()  # constraints disabled by the user
-        self._generic_matrices = self._constraint_matrices_at_generic_configurations()
         self._connect_force_laws()
         bounds = (speed_bounds(self.robot, float(speed_limit_factor), tuple(default_speed_bounds))
                   if speed_limit_factor else [])
         self.runaway = RunawayWatch(self.robot, self.model, self.parameter_names, self.speed_names,
                                      self.electrical_state_names, bounds, check_energy)
         self.time = 0.0
-        self._set_neutral()
+        self._set_neutral(initial_positions)
         self._effective_inertia: np.ndarray | None = None  # computed when first needed
         self._tune_stops()
         self.servos = self._make_servos(servo_frequency, servo_feed_forward)
@@ -133,8 +148,17 @@ class Simulator:
         self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
 
     def _default_effort_limits(self, default: float | None) -> None:
-        """Give actuated joints without an effort limit `default` (if any); warn about them."""
-        unlimited = [name for name, limit in zip(self.actuated_joints, self.effort_limits) if not math.isfinite(limit)]
+        """Give actuated joints without an effort limit `default` (if any); warn about them, but
+        for the passive ones: joints whose coordinates the constraints determine (a linkage's
+        coupler and rocker, a mimic joint), driven through the constraints, no effort expected."""
+        coordinates = [symbol_name(q) for q in self.robot.system.q]
+        dependent = {coordinates[k] for k in self.model.dependent_coordinates}
+        passive = {name for name in self.actuated_joints
+                   if {symbol_name(q) for q in self.robot.joints[name].q} <= dependent}
+        unlimited = [name for name, limit in zip(self.actuated_joints, self.effort_limits)
+                     if not math.isfinite(limit) and name not in passive]
+        if default is not None:
+            self.effort_limits[~np.isfinite(self.effort_limits)] = default
         if not unlimited:
             return
         listed = ", ".join(unlimited)
@@ -142,7 +166,6 @@ class Simulator:
         if default is None:
             consequence = "efforts are not clamped; set default_effort_limit (mb-sim: --default-effort-limit)"
         else:
-            self.effort_limits[~np.isfinite(self.effort_limits)] = default
             consequence = f"efforts are clamped to default_effort_limit {default:g} (N m or N)"
         warnings.warn(f"robot '{self.robot.name}': {joints} no effort limit in the URDF: {consequence}",
                       EffortLimitWarning, stacklevel=3)
@@ -222,12 +245,113 @@ class Simulator:
         dependent = set(self.dependent_coordinates)
         return [j for j, (k, _) in self._one_dof.items() if self.coordinate_names[k] not in dependent]
 
-    def _set_neutral(self) -> None:
-        """Zero coordinates and speeds, identity quaternions, then consistent with the constraints."""
+    def _set_neutral(self, initial_positions: Mapping[str, float] | None = None) -> None:
+        """The initial state: at rest, the URDF's zero configuration (identity quaternions) with
+        `initial_positions` written in, assembled (:meth:`_assemble`)."""
         b = self.model.buffers
         b.q[:], b.u[:], b.z[:], b.inputs[:] = 0.0, 0.0, 0.0, 0.0
         b.q[list(self.model.projection.quaternion_starts)] = 1.0  # scalar parts: identity rotations
-        self._solve(b.q.copy(), b.u.copy(), set(), set())
+        zero = b.q.copy()
+        start = zero.copy()
+        given = self._assign(start, initial_positions or {}, self.coordinate_names, 0, "position")
+        q = self._assemble(zero, start, given, initial_positions or {})
+        b.q[:] = q
+        b.u[:] = self._kinematics.solve_speeds(q, b.u.copy(), set(), self.time)
+
+    def _assemble(self, zero: np.ndarray, start: np.ndarray, given: dict[int, float],
+                  named: Mapping[str, float]) -> np.ndarray:
+        """Coordinates closing the constraints from `start` (`zero` with the `given` values, by
+        index; `named` as the user named them, for messages).
+
+        A URDF drawn closed (its zero configuration closes the constraints, to rounding: Gauss-Newton
+        from there moves nothing by more than ASSEMBLY_NOTED) keeps its branch: the given values
+        are reached from there by continuation, as ``set_state`` does.  Otherwise, or where that
+        cannot keep them,
+        the assembly of :meth:`ConstraintKinematics.assemble
+        <mb_sim.sim.constraint_kinematics.ConstraintKinematics.assemble>`: the given values
+        held, the dependent coordinates solved (every coordinate not given where that is not
+        enough), by Gauss-Newton, a homotopy and seeded starts, the closed configuration nearest
+        the values given taken.  A given value the others determine (a rocker angle given with
+        the crank's) is a guess choosing the assembly branch when there are several (an
+        AssemblyWarning gives the value solved) and contradicts them when there is one
+        (AssemblyError, as ``set_state``).  An AssemblyWarning also names what moved from the
+        URDF's zero values without being dependent on the given ones (a loop not closed at zero
+        with nothing given, an independent joint freed).
+        """
+        kinematics, t = self._kinematics, self.time
+        try:
+            q = kinematics.solve_positions(zero, zero, set(), t)
+            if np.abs(q - zero).max(initial=0.0) <= ASSEMBLY_NOTED:  # drawn closed (to rounding)
+                q = kinematics.solve_positions(q, start, set(given), t) if given else q
+                if not self._moved_given(given, q):
+                    self._assembly_note(q, zero, given, "continuation")
+                    return q
+        except ValueError:
+            pass
+        try:
+            assembly = kinematics.assemble(start, set(given), t, self._angles)
+        except AssemblyError as err:
+            listed = ", ".join(f"{name} = {value:g}" for name, value in named.items())
+            where = f"the initial positions {listed}" if given else "the URDF's zero configuration"
+            raise AssemblyError(f"no configuration closing the constraints found near {where}: smallest residual "
+                                f"{err.residual:.3g} in {err.row}; give initial positions near one that closes them "
+                                "(Simulator initial_positions, mb-sim simulate --initial JOINT=VALUE, the node's "
+                                "initial_positions.JOINT)", err.residual, err.row) from None
+        moved = self._moved_given(given, assembly.q)
+        if moved and assembly.closed == 1:
+            k = moved[0]
+            raise AssemblyError(f"position {given[k]:g} of {self.coordinate_names[k]!r} contradicts the constraints "
+                                f"(consistent value {assembly.q[k]:.12g}); leave it out to have it solved")
+        self._assembly_note(assembly.q, zero, given, assembly.method)
+        return assembly.q
+
+    @staticmethod
+    def _moved_given(given: dict[int, float], q: np.ndarray) -> list[int]:
+        """The given coordinates that `q` does not keep (as ``set_state`` judges it)."""
+        return [k for k, value in given.items() if abs(q[k] - value) > 1e-9 * max(1.0, abs(value))]
+
+    def _assembly_note(self, q: np.ndarray, zero: np.ndarray, given: dict[int, float], method: str) -> None:
+        """One AssemblyWarning naming what assembly moved that a user may expect to stay: with
+        nothing given and a loop joint not closed at zero, every coordinate moved; else given
+        values that chose the branch, and independent coordinates not given that moved."""
+        names = {k: joint for joint, (k, _) in self._one_dof.items()}
+        name = lambda k: names.get(k, self.coordinate_names[k])  # noqa: E731
+        dependent = set(self.model.dependent_coordinates)
+        moved = [k for k in range(len(q)) if k not in given and abs(q[k] - zero[k]) > ASSEMBLY_NOTED]
+        parts = []
+        if not given:
+            loops = self._open_loops_at(zero) if moved else ""
+            if loops:
+                parts.append(f"the URDF's zero configuration does not close {loops}; assembled the nearest closed "
+                             f"configuration found ({method}), moving " + ", ".join(
+                                 f"{name(k)} by {q[k] - zero[k]:+.4g}" for k in moved)
+                             + " (rad or m); give initial positions to choose another")
+        else:
+            guessed = self._moved_given(given, q)
+            if guessed:
+                parts.append("initial position " + ", ".join(f"{name(k)} = {given[k]:g}" for k in guessed)
+                             + " is determined by the other values given: it chose the assembly branch, on which it is "
+                             + ", ".join(f"{q[k]:.6g}" for k in guessed))
+            freed = [k for k in moved if k not in dependent]
+            if freed:
+                parts.append(", ".join(f"{name(k)} moved by {q[k] - zero[k]:+.4g}" for k in freed)
+                             + " from the URDF's zero (not given): the constraints do not close with it there")
+        if parts:
+            warnings.warn(f"robot '{self.robot.name}': assembly: " + "; ".join(parts), AssemblyWarning, stacklevel=5)
+
+    def _open_loops_at(self, q: np.ndarray) -> str:
+        """The loop joints the configuration `q` does not close, with the largest residual, or ''."""
+        phi = self.model.evaluate(q, np.zeros(self.model.n_u), self.model.buffers.inputs, self.model.buffers.params,
+                                  self.time)["phi"][:, 0]
+        names = self.model.constraint_names
+        open_rows = [k for k in range(len(phi)) if names[k] in self.robot.loop_joints
+                     and abs(phi[k]) > PROJECTION_TOLERANCE and self.model.buffers.enabled[k] != 0.0]
+        if not open_rows:
+            return ""
+        loops = list(dict.fromkeys(names[k] for k in open_rows))
+        listed = ", ".join(f"'{loop}'" for loop in loops)
+        return (f"loop joint{'s' if len(loops) > 1 else ''} {listed} (residual "
+                f"{max(abs(phi[k]) for k in open_rows):.3g})")
 
     def reset(self) -> None:
         """Back to the initial state (the first ``set_state`` or the neutral one), time 0."""
@@ -358,9 +482,10 @@ class Simulator:
         """Enforce constraint `name` or release it (as Karana's SubGraph enable/disableConstraint).
 
         A disabled constraint exerts no force and is left out of the projection: its dependent
-        coordinates move freely.  Which rows are enforced is judged again for the constraints left
-        enabled: a row that was redundant with the released constraint's (the other wheel's
-        sideways condition on a shared axle) takes its place.  Enabling one projects the state
+        coordinates move freely.  Every row of the constraints left enabled is enforced (the
+        dynamics leave a row that depends on the others where the robot is to them): a row that
+        was redundant with the released constraint's (the other wheel's sideways condition on a
+        shared axle) carries its share from then on.  Enabling one projects the state
         onto it (dependent coordinates by Gauss-Newton, then all speeds by the mass-weighted
         impulse: an inelastic engagement that keeps the momentum the constraint does not act on),
         so the motion resumes on the constraint; if that fails the constraint stays disabled and
@@ -377,39 +502,34 @@ class Simulator:
             return
         self._released.discard(name)
         self._apply_released()
-        try:
+        b = self.model.buffers
+        state = b.q.copy(), b.u.copy()
+        try:  # the dependent coordinates onto it (the projection alone would move every one a little)
+            q = self._kinematics.solve_positions(state[0], state[0], set(), self.time)
+            b.q[:], b.u[:] = q, state[1]  # (the solver's evaluations load their own speeds)
             self.model.project_into(self.time)
-        except FactorizationError as err:
+        except (FactorizationError, ValueError) as err:
+            b.q[:], b.u[:] = state
             self._released.add(name)
             self._apply_released()
+            reason = FACTORIZATION_FAILURES.get(err.code, err) if isinstance(err, FactorizationError) else err
             raise SimulationError(f"cannot enable constraint {name!r}: the state is too far from satisfying it "
-                                  f"({FACTORIZATION_FAILURES.get(err.code, err)})", self.time) from None
+                                  f"({reason})", self.time) from None
 
     def _apply_released(self) -> None:
-        """Row flags for the constraints not released: independent rows among theirs, judged at
-        the generic configurations of the derivation (as the derivation judged all of them)."""
+        """Row flags: every row of the constraints not released (which of them are independent is
+        judged by the dynamics wherever the robot is)."""
         names = self.model.constraint_names
-        candidates = [k for k, name in enumerate(names) if name not in self._released]
-        flags = self.model.buffers.enabled
-        flags[:] = 0.0
-        if not self._generic_matrices:  # no samples (a hand-made model): the derivation's choice
-            flags[candidates] = self.model.constraint_defaults[candidates]
-            return
-        best: list[int] = []
-        for matrix in self._generic_matrices:
-            rows = independent_rows(matrix, candidates)
-            best = rows if len(rows) > len(best) else best
-        flags[best] = 1.0
+        self.model.buffers.enabled[:] = [0.0 if name in self._released else 1.0 for name in names]
 
-    def _constraint_matrices_at_generic_configurations(self) -> list[np.ndarray]:
-        """A at the derivation's generic configurations (the state in the buffers is kept)."""
-        model, b = self.model, self.model.buffers
-        state = b.q.copy(), b.u.copy()
-        try:
-            return [model.evaluate(q, np.zeros(model.n_u), b.inputs, b.params)["constraint_matrix"]
-                    for q in model.generic_configurations]
-        finally:
-            b.q[:], b.u[:] = state
+    def degrees_of_freedom(self) -> int:
+        """Degrees of freedom where the robot is now: its speeds less the enforced constraint rows
+        independent at the current configuration (seed 004's count, judged here: an umbrella has 1
+        on its own branch and 2 on the fold with the runner at the hub)."""
+        b, view = self.model.buffers, self.model.layout.view
+        self.model.evaluate_into(self.time)
+        matrix = view(b.out, "constraint_matrix")
+        return self.model.n_u - len(independent_rows(matrix, np.flatnonzero(b.enabled != 0.0).tolist()))
 
     def _constraint_rows(self, name: str) -> np.ndarray:
         rows = np.flatnonzero([n == name for n in self.model.constraint_names])
@@ -620,7 +740,38 @@ class Simulator:
             return SimulationError(f"spring-damper {spring!r}: its length reached zero (its force direction is "
                                    f"undefined; {lengths.min():.3g} m at the start of the step)", when)
         runaway = self.runaway.speed_runaway(when, then=message)  # a runaway that ended in a failure
+        if runaway is None and code == 4 and (row := self._constraint_not_held()) is not None:
+            return SimulationError(f"{message}: {row}", when)
         return runaway or SimulationError(message, when, self._offending_coordinate())
+
+    def _constraint_not_held(self) -> str | None:
+        """The enforced constraint row farthest from holding after one RK4 step from the current
+        state without projection (what a failing projection could not correct), for messages."""
+        model, b, dt = self.model, self.model.buffers, self.dt
+        n_q, n_h, state = len(b.q), model.layout.blocks["phi"].shape[0], (b.q.copy(), b.u.copy())
+
+        def rate(x: np.ndarray, t: float) -> np.ndarray:
+            return np.concatenate(model.forward_dynamics(x[:n_q], x[n_q:], b.inputs, b.params, t))
+
+        try:
+            x = np.concatenate(state)
+            k1 = rate(x, self.time)
+            k2 = rate(x + 0.5 * dt * k1, self.time + 0.5 * dt)
+            k3 = rate(x + 0.5 * dt * k2, self.time + 0.5 * dt)
+            x = x + dt / 6 * (k1 + 2 * (k2 + k3) + rate(x + dt * k3, self.time + dt))
+            out = model.evaluate(x[:n_q], x[n_q:], b.inputs, b.params, self.time + dt)
+        except FactorizationError:
+            return None
+        finally:
+            b.q[:], b.u[:] = state
+        velocity = out["constraint_matrix"] @ x[n_q:] + out["constraint_bias"][:, 0]
+        residual = np.abs(np.concatenate([out["phi"][:, 0], velocity[n_h:]]))  # positions where stated
+        residual[(b.enabled == 0.0) | ~np.isfinite(residual)] = 0.0
+        if not residual.size or residual.max() <= 0.0:
+            return None
+        worst = int(np.argmax(residual))
+        return (f"{self.model.constraint_labels[worst]} cannot be held (residual {residual[worst]:.3g} after one "
+                "step: it contradicts the other constraints there)")
 
     def _offending_coordinate(self) -> str | None:
         """The first coordinate or speed whose value or rate is not finite at, or one Euler step

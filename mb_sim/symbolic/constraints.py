@@ -1,27 +1,38 @@
-"""Constraints at position, velocity and acceleration level, with redundant ones detected and
-dropped (seed 004: a loop closure or mimic set can hold more equations than independent ones).
+"""Constraints at position, velocity and acceleration level, with redundant ones detected
+(seed 004: a loop closure or mimic set can hold more equations than independent ones).
 
-Redundancy is judged by rank at *generic* configurations: coordinates drawn from a seeded
-uniform distribution (angles in [-pi, pi], floating-base quaternions normalized), projected onto
-the position constraints by Gauss-Newton so the samples are feasible (rank at infeasible points can
-be higher than anywhere on the constraint manifold), at three such samples.  A row whose row of A
-is zero at every sample is reported as already satisfied and dropped.  A row that adds no rank
-(greedily, in order) is redundant: it is kept in the equations but *masked* (its enabled flag 0)
-while the rows it depends on are enforced, so when one of those constraints is disabled the
-simulator can judge the rank again among the enabled ones and enforce it instead (two wheels on
-one axle: either can be let slip).  The samples are kept for that.  A holonomic row that does not depend on the coordinates at all is
-either satisfied by the geometry (dropped and reported) or can never hold: then
+Every row is enforced.  Which rows are independent depends on where the robot is (an umbrella's
+two loops are independent on its own branch while one is redundant on the fold where the runner
+sits at the hub; a four-bar at a dead point; two wheels on one axle always share their sideways
+condition), so the generated forward dynamics and projection judge it at every evaluation: their
+Cholesky factorization gives a row that depends on the rows before it there a zero multiplier
+and leaves it to them (``mb_cholesky``, :func:`mb_sim.codegen.projection.solve_gram`), and the
+projection still checks every row's residual.  A row is therefore never masked at a
+configuration where it is needed, and a row that stops holding fails loudly.
+
+This module's judgement is the report: seed 004's table (open-tree DoF, independent constraints,
+DoF) and the rows redundant with the others, judged *where the robot is*: at the assembled
+configuration (the URDF's zero configuration, or the nearest one closing the constraints) and at
+seeded configurations near it on its branch (it may be a singular one itself), the most
+independent rows among them.  Seeded configurations drawn over the whole configuration space and
+projected onto Phi(q) = 0 (angles in [-pi, pi], floating-base quaternions normalized) are judged
+too: the report says when another branch has another rank, and they are the fallback when no
+closed configuration is found near zero.  A row whose row of A is zero at every sample is reported
+as already satisfied and dropped.  A holonomic row that does not depend on the coordinates at all
+is either satisfied by the geometry (dropped and reported) or can never hold: then
 :class:`ConstraintError` names it.
 
-The position speeds (along which projection and the constraint kinematics solver move the
-coordinates onto Phi = 0, dq = N(q) du) are chosen at the sample, greedily by rank over the
-columns of the holonomic rows of A (= dPhi/dq N): first the speeds of coordinates the components
-declare dependent (mimic joints), then from the last speed backwards, so joints near the root (a
-crank, a driven joint) stay independent.  Working in speeds, a floating body's orientation has
-its three rotation directions, not the four quaternion components (whose norm is not a degree of
-freedom).  The dependent speeds (for velocity constraints) likewise over the columns of all rows,
-starting with the position speeds; the dependent coordinates are those the position speeds
-move.
+The position speeds (the dependent speeds the constraint kinematics solver prefers to solve
+positions for) are chosen at the judged sample, greedily by rank over the columns of the
+holonomic rows of A (= dPhi/dq N): first the speeds of coordinates the components declare
+dependent (mimic joints), then from the last speed backwards, so joints near the root (a crank, a
+driven joint) stay independent.  The projection after each step moves the coordinates along
+*every* speed that enters the holonomic rows (``projection_speeds``: the least-norm correction over
+all of them works wherever the rows are independent, whichever those are).  Working in speeds, a
+floating body's orientation has its three rotation directions, not the four quaternion components
+(whose norm is not a degree of freedom).  The dependent speeds (for velocity constraints) likewise
+over the columns of all rows, starting with the position speeds; the dependent coordinates are
+those the position speeds move.
 """
 from __future__ import annotations
 
@@ -39,6 +50,11 @@ __all__ = ["ConstraintAnalysis", "ConstraintEquations", "ConstraintError", "anal
 GENERIC_SAMPLES = 3
 RANK_TOLERANCE = 1e-9
 GENERIC_SEED = 4004
+#: Standard deviation of the seeded moves [rad or m] from the assembled configuration to the
+#: samples near it on its branch.
+BRANCH_STEP = 0.2
+#: Gauss-Newton iterations (and the residual reached) when projecting a sample onto Phi = 0.
+SAMPLE_ITERATIONS, SAMPLE_TOLERANCE = 50, 1e-11
 
 
 class ConstraintError(ValueError):
@@ -69,8 +85,10 @@ class ConstraintEquations:
     ``wrenches`` (n_c x 6) the unit wrench on a loop joint's child each row's multiplier scales
     (zero rows for constraints between coordinates); ``dependent_coordinates`` and
     ``dependent_speeds`` are indices into q and u (see the module docstring);
-    ``enabled_by_default`` is False for the redundant rows (masked while all are enabled), and
-    ``generic_configurations`` the samples the rank was judged at.
+    ``independent`` is False for the rows redundant with the others where the rank was judged
+    (they are enforced all the same: see the module docstring), ``generic_configurations`` the
+    samples it was judged at (the assembled one first), ``projection_speeds`` the speeds the
+    projection moves the coordinates along.
     """
 
     phi: Matrix
@@ -86,9 +104,10 @@ class ConstraintEquations:
     dependent_coordinates: list[int] = field(default_factory=list)
     dependent_speeds: list[int] = field(default_factory=list)
     analysis: ConstraintAnalysis | None = None
-    enabled_by_default: list[bool] = field(default_factory=list)
+    independent: list[bool] = field(default_factory=list)
     generic_configurations: list[list[float]] = field(default_factory=list)
     position_speeds: list[int] = field(default_factory=list)
+    projection_speeds: list[int] = field(default_factory=list)
 
 
 def _constraint_owners(robot: Robot) -> list:
@@ -124,7 +143,8 @@ def _stated_conditions(robot: Robot, n_rows: int) -> int:
 
 
 def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations:
-    """Constraint equations of `robot` with redundant rows removed (see the module docstring).
+    """Constraint equations of `robot`, zero rows removed and redundant ones reported (see the
+    module docstring).
 
     Raises
     ------
@@ -161,12 +181,13 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
     acceleration_bias = (matrix * u + bias).jacobian(q) * plain.qdot + (matrix * u + bias).diff(plain.time)
     holonomic = [k for k in keep if k < n_h]
     phi, jacobian = phi.extract(holonomic, [0]), jacobian.extract(holonomic, columns_q)
+    moved = [k for k in columns_u if any(matrix[row, k] != 0 for row in range(len(holonomic)))]
     wrenches = Matrix.vstack(zeros(0, 6), *[_row_wrench(owners[k], stated[k], plain) for k in keep])
     analysis.kept = len(independent)
     return ConstraintEquations(phi, jacobian, matrix, bias, acceleration_bias, [owners[k].name for k in keep], report,
                                list(dict.fromkeys(owners[k].name for k in redundant)), [labels[k] for k in keep],
                                wrenches, coordinates, speeds, analysis, [k in independent for k in keep],
-                               [[float(v) for v in c] for c in configurations], position)
+                               [[float(v) for v in c] for c in configurations], position, moved)
 
 
 def analyse_constraints(robot: Robot) -> ConstraintEquations:
@@ -214,52 +235,84 @@ def _dependent(robot: Robot, plain: PlainSymbols, holonomic: Matrix, matrix: Mat
     return sorted(position), sorted(speeds), coordinates
 
 
-def _generic_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix) -> list[np.ndarray]:
-    """Seeded random configurations, projected onto Phi(q) = 0."""
+def _project_sample(q: np.ndarray, phi_num, jac_num, quaternions: list[list[int]]) -> np.ndarray | None:
+    """`q` moved onto Phi = 0 by Gauss-Newton (least-norm steps, so it stays near its start); None
+    if it does not get there."""
+    q = np.array(q, dtype=float)
+    for _ in range(SAMPLE_ITERATIONS):
+        for rotation in quaternions:
+            q[rotation] /= np.linalg.norm(q[rotation])
+        error = np.asarray(phi_num(q), dtype=float).ravel()
+        if not np.all(np.isfinite(error)):
+            return None
+        if np.abs(error).max(initial=0.0) < SAMPLE_TOLERANCE:
+            return q
+        q = q - np.linalg.lstsq(np.atleast_2d(np.asarray(jac_num(q), dtype=float)), error, rcond=None)[0]
+    return None
+
+
+def _sample_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix,
+                           jacobian: Matrix) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Configurations on Phi(q) = 0: the assembled one (from the URDF's zero configuration) and
+    seeded ones near it on its branch; and seeded ones drawn over the whole configuration space."""
     rng = np.random.default_rng(GENERIC_SEED)
     index = {dynamic: i for i, dynamic in enumerate(robot.system.q)}
+    quaternions = [[index[c] for c in joint.q[3:]] for joint in robot.joints.values()
+                   if isinstance(joint, FloatingJoint)]
     parameters = robot.parameters
     phi_num = lambdify([plain.q], phi.xreplace(parameters), "numpy")
     jac_num = lambdify([plain.q], jacobian.xreplace(parameters), "numpy")
-    samples = []
-    for _ in range(GENERIC_SAMPLES):
-        q = rng.uniform(-np.pi, np.pi, len(plain.q))
-        for joint in robot.joints.values():
-            if isinstance(joint, FloatingJoint):
-                rotation = [index[c] for c in joint.q[3:]]
+    zero = np.zeros(len(plain.q))
+    for rotation in quaternions:
+        zero[rotation[0]] = 1.0
+    if phi.shape[0]:
+        def project(q):
+            return _project_sample(q, phi_num, jac_num, quaternions)
+    else:
+        def project(q):
+            for rotation in quaternions:
                 q[rotation] /= np.linalg.norm(q[rotation])
-        for _ in range(50 if phi.shape[0] else 0):
-            error = np.asarray(phi_num(q), dtype=float).ravel()
-            if np.linalg.norm(error) < 1e-12:
-                break
-            q = q - np.linalg.lstsq(np.asarray(jac_num(q), dtype=float), error, rcond=None)[0]
-        samples.append(q)
-    return samples
+            return q
+    branch = []
+    assembled = project(zero)
+    if assembled is not None:
+        nearby = [project(assembled + rng.normal(0.0, BRANCH_STEP, len(zero))) for _ in range(GENERIC_SAMPLES)]
+        branch = [assembled, *(q for q in nearby if q is not None)]
+    anywhere = [project(rng.uniform(-np.pi, np.pi, len(zero))) for _ in range(GENERIC_SAMPLES)]
+    return branch, [q for q in anywhere if q is not None]
 
 
 def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: Matrix, matrix: Matrix,
                       names: list[str]) -> tuple[list[int], list[int], list[str], list[int], np.ndarray, list]:
     """The rows kept (all but zero ones), the independent ones among them (greedy by rank, in
-    order, at the sample giving the most), a report on the others, the redundant rows, that
-    sample, and all samples."""
+    order, at the sample of the assembled branch giving the most; at the samples drawn anywhere if
+    none was found), a report on the others, the redundant rows, that sample, and all samples."""
     numeric = lambdify([plain.q], matrix.xreplace(robot.parameters), "numpy")
-    configurations = _generic_configurations(robot, plain, phi, jacobian)
+    branch, anywhere = _sample_configurations(robot, plain, phi, jacobian)
+    configurations = [*branch, *anywhere] or [np.zeros(len(plain.q))]
     samples = [np.atleast_2d(np.asarray(numeric(q), dtype=float)) for q in configurations]
-    best_keep: list[int] = []
-    best = configurations[0]
-    for A, configuration in zip(samples, configurations):
-        keep = independent_rows(A, range(A.shape[0]))
-        if len(keep) > len(best_keep):
-            best_keep, best = keep, configuration
+    judged = samples[:len(branch)] or samples
+    ranks = [independent_rows(A, range(A.shape[0])) for A in samples]
+    best_index = max(range(len(judged)), key=lambda k: len(ranks[k]))
+    best_keep, best = ranks[best_index], configurations[best_index]
     report, redundant, kept = [], [], []
+    if not branch and phi.shape[0]:
+        report.append("no configuration closing the constraints was found from the URDF's zero configuration: "
+                      "redundancy judged at configurations drawn anywhere")
+    elsewhere = sorted({len(keep) for keep in ranks[len(branch):]} - {len(best_keep)}) if branch else []
+    if elsewhere:
+        report.append(f"{len(best_keep)} independent constraints where the robot is assembled, "
+                      f"{' or '.join(map(str, elsewhere))} on another branch of closed configurations (the "
+                      "dynamics judge them wherever the robot is)")
     for row in range(matrix.shape[0]):
         if row in best_keep:
             kept.append(row)
         elif all(np.abs(A[row]).max() == 0.0 for A in samples):
             report.append(f"constraint {row} ({names[row]}) is already satisfied (zero row); dropped")
         else:
-            report.append(f"constraint {row} ({names[row]}) is redundant with the others; masked while "
-                          "they are enforced")
+            report.append(f"constraint {row} ({names[row]}) is redundant with the others where the robot is "
+                          "assembled; enforced with them (the dynamics keep the independent rows wherever "
+                          "the robot is)")
             redundant.append(row)
             kept.append(row)
     return kept, best_keep, report, redundant, best, configurations

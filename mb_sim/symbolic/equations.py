@@ -72,22 +72,25 @@ SPRING_STATE_COLUMNS = 12
 class EquationsOfMotion:
     """Equations of motion of one robot (see the module docstring for the outputs).
 
-    ``position_speeds`` are the speeds along which projection moves the coordinates onto
-    ``Phi = 0`` (``dq = N(q) du``; empty: all), ``dependent_speeds`` those the constraint
-    kinematics solver solves velocity constraints for, ``dependent_coordinates`` the coordinates
-    the position speeds move (what the constraints determine; for reports); ``quaternion_starts``
+    ``projection_speeds`` are the speeds along which projection moves the coordinates onto
+    ``Phi = 0`` (``dq = N(q) du``; empty: all), ``position_speeds`` those the constraint
+    kinematics solver prefers to solve positions for, ``dependent_speeds`` those it solves
+    velocity constraints for, ``dependent_coordinates`` the coordinates the position speeds move
+    (what the constraints determine; for reports); ``quaternion_starts``
     holds the index in ``q`` of the scalar part of each unit quaternion block ``(qw, qx, qy, qz)``.
 
     ``constraint_names`` names, per row of the constraint matrix, the constraint (the component
     that added it: a mimic joint, a loop-closure joint...) it belongs to; rows of one name are
-    enabled and disabled together.  ``redundant_constraints`` are the names that had rows dropped
-    as redundant with the others, judged with every constraint enabled; ``constraint_labels``
-    says what each row is (for messages).
+    enabled and disabled together.  ``redundant_constraints`` are the names that had rows
+    redundant with the others where the robot is assembled; ``constraint_labels`` says what each
+    row is (for messages).
 
-    ``constraint_defaults`` holds, per constraint row, whether it is enforced with every
-    constraint enabled (False for redundant rows, masked until a constraint they depend on is
-    disabled; empty: all True); ``generic_configurations`` are the configurations redundancy was
-    judged at, so it can be judged again for another set of enabled constraints.
+    ``constraint_independent`` holds, per constraint row, whether it was independent of the rows
+    before it where redundancy was judged (seed 004's count; empty: all).  Every row is enforced
+    all the same: the generated dynamics leave a row dependent on the others where the robot is to
+    them, at every evaluation (see :mod:`mb_sim.symbolic.constraints`).
+    ``generic_configurations`` are the configurations redundancy was judged at (the assembled one
+    first).
     ``z`` are the electrical states (motor currents; empty by default) and ``motor_names`` names
     the rows of ``motor_states``; ``spring_names`` names the rows of the spring outputs; ``force_laws`` holds, per spring with a
     user force law (numbered as its generated code calls back), ``(spring name, law name)``.
@@ -109,6 +112,7 @@ class EquationsOfMotion:
     dependent_coordinates: list[int] = field(default_factory=list)
     dependent_speeds: list[int] = field(default_factory=list)
     position_speeds: list[int] = field(default_factory=list)
+    projection_speeds: list[int] = field(default_factory=list)
     quaternion_starts: list[int] = field(default_factory=list)
     constraint_names: list[str] = field(default_factory=list)
     redundant_constraints: list[str] = field(default_factory=list)
@@ -117,7 +121,7 @@ class EquationsOfMotion:
     force_laws: list[tuple[str, str]] = field(default_factory=list)
     z: list[Symbol] = field(default_factory=list)
     motor_names: list[str] = field(default_factory=list)
-    constraint_defaults: list[bool] = field(default_factory=list)
+    constraint_independent: list[bool] = field(default_factory=list)
     generic_configurations: list[list[float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:

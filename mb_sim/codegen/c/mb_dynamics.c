@@ -98,7 +98,8 @@ static void mb_servo(const double *q, const double *u, const double *inputs, dou
  * generalized constraint forces are -A^T lam (lam is untouched without constraints).  With a servo
  * table (NULL: none) the servos' efforts replace their joints' effort inputs in F, and each
  * input's applied effort goes into applied[MB_N_INPUTS] (unless NULL).  Returns 0, 1 if M is not
- * positive definite, 2 if A M^-1 A^T is not, 5 if a spring-damper is shorter than
+ * positive definite, 2 if A M^-1 A^T is not finite (a row dependent on
+ * the others here gets lam = 0, see mb_cholesky), 5 if a spring-damper is shorter than
  * MB_SPRING_MIN_LENGTH. */
 MB_INTERNAL int mb_solve_dynamics(const double *q, const double *u, const double *z, const double *inputs,
     const double *params, double t, double *qdot, double *udot, double *zdot,

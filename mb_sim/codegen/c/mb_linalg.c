@@ -65,16 +65,38 @@ MB_INTERNAL void mb_mass_solve(const double *l, double *b)
 }
 
 #if MB_HAS_CONSTRAINTS
-/* In-place Cholesky factorization a = L L^T of the row-major n x n matrix a (lower triangle read
- * and overwritten).  Returns 0, or 1 at a non-positive pivot (a not positive definite). */
-MB_INTERNAL int mb_cholesky(double *a, int n)
+/* In-place Cholesky factorization a = L L^T of the row-major n x n Gram matrix a of constraint
+ * rows (lower triangle read and overwritten), revealing its rank: a row whose pivot is at most
+ * MB_DEPENDENT_PIVOT times its diagonal entry is a linear combination of the rows before it at this
+ * configuration (a redundant constraint row: two wheels on one axle, a loop over-determined here),
+ * and so is a row whose diagonal entry is at most MB_DEPENDENT_PIVOT times the largest (a row
+ * vanishing here, as a second-order condition does on its solution set: left alone it would be
+ * taken first and push the rows it is parallel to out).
+ * Its column of L is set to the unit vector and b[j] to 0, so the solve gives it a zero multiplier
+ * and the rows it depends on carry its share: which rows are independent is judged at every call,
+ * where the robot is, never once for all configurations.  A dependent row's residual is not lost:
+ * the projection checks every enabled row.  Returns 0, or 1 at a non-finite pivot. */
+MB_INTERNAL int mb_cholesky(double *a, int n, double *b)
 {
+    double largest = 0.0;
+    for (int j = 0; j < n; ++j)
+        largest = fmax(largest, a[j * n + j]);
     for (int j = 0; j < n; ++j) {
         double d = a[j * n + j];
+        const double diagonal = d;
         for (int k = 0; k < j; ++k)
             d -= a[j * n + k] * a[j * n + k];
-        if (!(d > 0.0))
+        if (!isfinite(d))
             return 1;
+        if (!(d > MB_DEPENDENT_PIVOT * diagonal) || !(diagonal > MB_DEPENDENT_PIVOT * largest)) {
+            for (int k = 0; k < j; ++k)
+                a[j * n + k] = 0.0;
+            for (int i = j + 1; i < n; ++i)
+                a[i * n + j] = 0.0;
+            a[j * n + j] = 1.0;
+            b[j] = 0.0;  /* dependent here: left to the rows before it */
+            continue;
+        }
         d = sqrt(d);
         a[j * n + j] = d;
         for (int i = j + 1; i < n; ++i) {
@@ -120,8 +142,8 @@ MB_INTERNAL int mb_enabled(const double *enabled, int i)
 /* x[S] -= M_S^T (M_S M_S^T)^-1 r for the row-major rows x cols matrix m, S = index[0..n_index)
  * and M_S its columns S: the least-norm change of x[S] with M dx = -r, over the enabled rows
  * only (a disabled row gets a unit row and column in the Gram matrix and a zero residual, so it
- * contributes nothing).  r is overwritten.  Returns 0, or 4 if the enabled part of M_S M_S^T
- * is not positive definite (M_S not of full row rank). */
+ * contributes nothing; a row dependent on the rows before it here is left to them, see
+ * mb_cholesky).  r is overwritten.  Returns 0, or 4 at a non-finite Gram matrix. */
 MB_INTERNAL int mb_least_norm_correction(double *x, const double *m, int rows, int cols,
                                          const int *index, int n_index, double *r,
                                          const double *enabled)
@@ -140,7 +162,7 @@ MB_INTERNAL int mb_least_norm_correction(double *x, const double *m, int rows, i
             g[i * rows + j] = s;
         }
     }
-    if (mb_cholesky(g, rows))
+    if (mb_cholesky(g, rows, r))
         return 4;
     mb_cholesky_solve(g, rows, r);
     for (int k = 0; k < n_index; ++k) {
@@ -158,8 +180,8 @@ MB_INTERNAL int mb_least_norm_correction(double *x, const double *m, int rows, i
  * MB_N_U): x := S^-1 x for S = A M^-1 A^T = Z^T Z, Z = L^-T A^T, over the enabled rows (a disabled
  * row gets a unit row and column in S and x_i = 0), then v -= M^-1 A^T x = L^-1 (Z x) over the
  * enabled rows (skipped, not multiplied by zero: a disabled row may hold inf, and 0 * inf is
- * NaN).  Each column of Z is one half solve of a sparse row.  Returns 0, or 1 if the enabled part
- * of S is not positive definite. */
+ * NaN).  Each column of Z is one half solve of a sparse row.  Rows dependent on the rows before
+ * them at this configuration get x_i = 0 (see mb_cholesky).  Returns 0, or 1 if S is not finite. */
 MB_INTERNAL int mb_schur_correction(const double *l, const double *a, double *x, double *v,
                                     const double *enabled)
 {
@@ -175,7 +197,7 @@ MB_INTERNAL int mb_schur_correction(const double *l, const double *a, double *x,
         for (int j = 0; j <= i; ++j)
             s[i * MB_N_CONSTRAINTS + j] = mb_enabled(enabled, i) && mb_enabled(enabled, j)
                 ? mb_dot(z + i * MB_N_U, z + j * MB_N_U, MB_N_U) : (double)(i == j);
-    if (mb_cholesky(s, MB_N_CONSTRAINTS))
+    if (mb_cholesky(s, MB_N_CONSTRAINTS, x))
         return 1;
     mb_cholesky_solve(s, MB_N_CONSTRAINTS, x);
     memset(w, 0, sizeof(w));

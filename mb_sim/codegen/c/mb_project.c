@@ -67,7 +67,8 @@ static int mb_project_coordinates(double *q, const double *u, const double *inpu
 /* Mass-weighted projection of the speeds onto the enabled rows of A u + b = 0, in place, with M,
  * A and b from out[]: the impulse du = -M^-1 A^T (A M^-1 A^T)^-1 (A u + b), the velocity change
  * smallest in the kinetic-energy norm (so an engaging constraint is an inelastic impact that
- * keeps the momentum it does not act on).  Returns 0, or 4 if M or A M^-1 A^T is not positive definite. */
+ * keeps the momentum it does not act on).  Returns 0, or 4 if M is not positive definite or
+ * A M^-1 A^T not finite (rows dependent on the others here are left to them, see mb_cholesky). */
 static int mb_project_speeds(double *u, const double *out, const double *enabled)
 {
     const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;

@@ -15,7 +15,9 @@
  * Macros the model defines (all integers unless noted):
  *   MB_N_Q, MB_N_U, MB_N_Z, MB_N_STATE (= MB_N_Q + MB_N_U + MB_N_Z), MB_N_INPUTS, MB_N_PARAMS,
  *   MB_N_CONSTRAINTS, MB_N_HOLONOMIC, MB_N_SPRINGS, MB_SPRING_MIN_LENGTH (double), MB_N_OUT,
- *   MB_N_BLOCKS, MB_PROJECTION_TOLERANCE (double), MB_PROJECTION_ITERATIONS, MB_SERVO_WIDTH,
+ *   MB_N_BLOCKS, MB_PROJECTION_TOLERANCE (double), MB_PROJECTION_ITERATIONS,
+ *   MB_DEPENDENT_PIVOT (double: a constraint row whose Cholesky pivot is at most this fraction of its
+ *   diagonal entry is dependent on the rows before it there), MB_SERVO_WIDTH,
  *   MB_N_QUATERNIONS, MB_N_POSITION_SPEEDS, MB_LEN_CHAIN (length of mb_chain, at least 1),
  *   MB_OFFSET_<BLOCK> for every output block (MB_OFFSET_MASS_MATRIX, MB_OFFSET_FORCING, ...);
  *   feature flags, 0 or 1: MB_HAS_CONSTRAINTS, MB_HAS_HOLONOMIC, MB_HAS_ELECTRICAL_STATES,
@@ -112,7 +114,7 @@ MB_INTERNAL void mb_mass_solve_upper(const double *l, double *b);
 MB_INTERNAL void mb_mass_solve_lower(const double *l, double *b);
 MB_INTERNAL void mb_mass_solve(const double *l, double *b);
 #if MB_HAS_CONSTRAINTS
-MB_INTERNAL int mb_cholesky(double *a, int n);
+MB_INTERNAL int mb_cholesky(double *a, int n, double *b);
 MB_INTERNAL void mb_cholesky_solve(const double *l, int n, double *b);
 MB_INTERNAL double mb_dot(const double *a, const double *b, int n);
 MB_INTERNAL int mb_enabled(const double *enabled, int i);
