@@ -25,6 +25,7 @@ from sensor_msgs.msg import JointState
 
 from mb_sim.resources import robot_path
 from mb_sim.sim import AssemblyError, AssemblyWarning, EffortLimitWarning, Simulator
+from mb_sim.sim.assembly import assemble
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from test_node import nodes, node_env, peer, reset, shared_peer, stamp_of  # noqa: F401
 
@@ -189,7 +190,7 @@ def test_where_gauss_newton_stalls_the_homotopy_closes_the_loop(cache_dir):
     sim, _ = assembled(OPEN, cache_dir, crank_joint=0.7)
     kinematics = ConstraintKinematics(sim.model, sim.model.constraint_labels)
     start = np.array([0.49, 0.96, -0.56])
-    assembly = kinematics.assemble(start, {0}, 0.0, angles=[0, 1, 2])
+    assembly = assemble(kinematics, start, {0}, 0.0, angles=[0, 1, 2])
     assert assembly.method == "homotopy" and assembly.closed == 2 and assembly.evaluations < 1000
     branches = four_bar_branches(0.49)
     assert assembly.q[0] == 0.49

@@ -18,6 +18,7 @@ import numpy as np
 from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
 from mb_sim.model import DCMotor, JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
+from mb_sim.sim.assembly import assemble
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, SimulationError
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
@@ -267,8 +268,7 @@ class Simulator:
         from there moves nothing by more than ASSEMBLY_NOTED) keeps its branch: the given values
         are reached from there by continuation, as ``set_state`` does.  Otherwise, or where that
         cannot keep them,
-        the assembly of :meth:`ConstraintKinematics.assemble
-        <mb_sim.sim.constraint_kinematics.ConstraintKinematics.assemble>`: the given values
+        the assembly of :func:`mb_sim.sim.assembly.assemble`: the given values
         held, the dependent coordinates solved (every coordinate not given where that is not
         enough), by Gauss-Newton, a homotopy and seeded starts, the closed configuration nearest
         the values given taken.  A given value the others determine (a rocker angle given with
@@ -289,7 +289,7 @@ class Simulator:
         except ValueError:
             pass
         try:
-            assembly = kinematics.assemble(start, set(given), t, self._angles)
+            assembly = assemble(kinematics, start, set(given), t, self._angles)
         except AssemblyError as err:
             listed = ", ".join(f"{name} = {value:g}" for name, value in named.items())
             where = f"the initial positions {listed}" if given else "the URDF's zero configuration"
