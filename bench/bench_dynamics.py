@@ -398,7 +398,7 @@ def measure_mechanism(path: str, speeds: dict[str, float], conservative: bool) -
     sim.reset()
     sim.set_voltages(VOLTAGES.get(path, {}))
     step = timed_together({"rk4": lambda: sim.advance(0.2)}, 1, STEP_REPEATS, {"rk4": 200})["rk4"]
-    return {"name": Path(path).stem, "dof": sim.model.n_u - int(sim.model.buffers.enabled.sum()),
+    return {"name": Path(path).stem, "dof": sim.degrees_of_freedom(),
             "cold": once(cold), "warm": warm, "rk4": step, "error": worst, "real_time_factor_10s": 10.0 / wall,
             "drift": abs(out.energy - energy) / kinetic if conservative else None}
 
