@@ -12,7 +12,7 @@ import pytest
 from transforms3d.euler import euler2mat
 
 from mb_sim.model import load_urdf
-from mb_sim.ros.commands import (
+from mb_sim.session.commands import (
     CommandError, EffortCommands, TimedCommands, effort_array, joint_efforts, motor_voltages, voltage_array,
 )
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
@@ -25,7 +25,7 @@ from mb_sim.ros.springs import COMPRESSION, LINE_WIDTH, NEUTRAL, TENSION, spring
 from mb_sim.sim import Simulator
 from mb_sim.sim.outputs import MotorState, SpringState
 from mb_sim.sim.frames import base_twist_function, frame_tree, relative_pose
-from mb_sim.ros.pacing import Pacer, RateMonitor, is_lagging, steps_per_period
+from mb_sim.session.pacing import Pacer, RateMonitor, is_lagging, steps_per_period
 
 JOINTS = ["shoulder", "elbow"]
 #: diff_drive's motors and the joints they drive, in motor order.

@@ -12,8 +12,8 @@ import pinocchio as pin
 import pytest
 from scipy.optimize import brentq
 
-from mb_sim.ros.commands import CommandError, joint_commands
-from mb_sim.ros.trajectory_commands import TrajectoryPoint, trajectory_waypoints
+from mb_sim.session.commands import CommandError, joint_commands
+from mb_sim.session.trajectory_commands import TrajectoryPoint, trajectory_waypoints
 from mb_sim.sim import Simulator
 from mb_sim.sim.trajectory import TrajectoryError, Waypoint, joint_segments, spline
 

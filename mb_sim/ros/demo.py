@@ -33,7 +33,7 @@ from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 
 from mb_sim.resources import share_directory
-from mb_sim.ros.pacing import RateMonitor
+from mb_sim.session.pacing import RateMonitor
 from mb_sim.ros.conversions import seconds
 from mb_sim.ros.teardown import bounded_teardown
 

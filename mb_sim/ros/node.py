@@ -61,13 +61,13 @@ Subscribes (ros2_control conventions)
     A joint a DC motor drives is not an actuated joint: it takes a voltage, not an effort.
     ``~/joint_commands`` (sensor_msgs/JointState): each joint in ``name`` on the interface its
     fields select (``position`` -> position servo, else ``velocity`` -> velocity servo, else
-    ``effort``; NaN = not on that interface; :mod:`mb_sim.ros.commands`); the other joints keep
+    ``effort``; NaN = not on that interface; :mod:`mb_sim.session.commands`); the other joints keep
     their command.  ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory): followed as
-    joint_trajectory_controller does (:mod:`mb_sim.ros.trajectory_commands`).  The servos run in
+    joint_trajectory_controller does (:mod:`mb_sim.session.trajectory_commands`).  The servos run in
     the generated code at every physics step (:mod:`mb_sim.sim.servos`).  With ``lockstep``, each
     command advances one publish period.  Accepted commands, resets, constraint switches and
     timeouts, and the joint states go to an MCAP recording while one is open (``record_file``,
-    ``~/record``; :mod:`mb_sim.ros.recorder`); ``mb-sim replay`` re-runs it.  Naming a joint a motor drives refuses the message ("joint
+    ``~/record``; :mod:`mb_sim.session.recorder`); ``mb-sim replay`` re-runs it.  Naming a joint a motor drives refuses the message ("joint
     X is driven by motor Y: use ~/voltage_commands or ~/voltage_joint_commands"); so does an
     ``~/effort_commands`` array with a value for such joints too.
     ``~/voltage_commands`` (std_msgs/Float64MultiArray): one voltage [V] per DC motor (``<dc_motor>``
@@ -103,7 +103,8 @@ Services (std_srvs)
     ``~/step`` (Trigger): while paused or in lockstep, advance exactly one publish period (a
     whole number of physics steps) and publish; refused otherwise.
     ``~/record`` (SetBool): true starts a recording (to ``record_file``, else a time-stamped file
-    in the working directory), false closes it; the response names the file.
+    in the working directory), false closes it; the response names the file.  True while
+    recording is refused (the response names the open file, which goes on untouched).
     ``~/constraints/<name>/enable`` (SetBool), one per named constraint (a mimic joint's, a loop
     joint's...; ``<name>`` made a valid ROS token, see :mod:`mb_sim.ros.constraint_services`):
     true enforces it (the state is projected onto it and republished at once), false releases

@@ -1,8 +1,8 @@
-"""``mb-sim replay``: re-run a node's recording (:mod:`mb_sim.ros.recorder`) offline and compare.
+"""``mb-sim replay``: re-run a node's recording (:mod:`mb_sim.session.recorder`) offline and compare.
 
 The recording's header rebuilds the simulator as the node had it (URDF, physics step, servo
 options, state, held commands); then the file is walked in order: each command is applied at the
-sim time it took effect (through the node's own :class:`~mb_sim.ros.command_router.CommandRouter`),
+sim time it took effect (through the node's own :class:`~mb_sim.session.Session`),
 events (resets, constraint switches, commands timing out) are redone, and at each recorded
 ``joint_states`` message the simulation is advanced to its stamp and compared joint by joint
 (position, velocity, effort).  In lockstep the node advances only on commands, so the replay
@@ -21,9 +21,9 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mb_sim.ros.command_router import CommandRouter
-from mb_sim.ros.commands import CommandError
-from mb_sim.ros.recorder import EVENTS_TOPIC, FORMAT, RECORDING_TOPIC
+from mb_sim.session import MAX_ADVANCE_STEPS, Session
+from mb_sim.session.commands import CommandError
+from mb_sim.session.recorder import EVENTS_TOPIC, FORMAT, RECORDING_TOPIC
 from mb_sim.sim import Simulator
 
 __all__ = ["ReplayError", "ReplayReport", "replay"]
@@ -88,14 +88,20 @@ def replay(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None,
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ReplayError(f"{path}: not an mb_sim recording (its first message is not {RECORDING_TOPIC} "
                           f"with format {FORMAT!r})")
-    session = _Session(header, description.data, cache_dir, progress)
+    run = _Replay(header, description.data, cache_dir, progress)
     for topic, time, message in messages:
-        session.take(topic, time, message)
-    return session.report
+        run.take(topic, time, message)
+    return run.report
 
 
-class _Session:
-    """The simulator and router of one replay, fed the recording's messages in order."""
+def _no_wall_clock() -> float:
+    """A replay's wall clock: none.  Commands age by the recording's stale events instead."""
+    return 0.0
+
+
+class _Replay:
+    """One replay: a :class:`~mb_sim.session.Session` (the node's own), fed the recording's
+    messages in order, and what it found."""
 
     def __init__(self, header: dict, urdf: str, cache_dir, progress) -> None:
         options = header["simulator"]
@@ -106,8 +112,10 @@ class _Session:
         for name, enabled in state["enabled"].items():
             self.sim.set_constraint_enabled(name, enabled)
         self.sim.restore(state["q"], state["u"], state["z"], header["time"], initial=state["initial"])
-        self.router = CommandRouter(self.sim, header["command_timeout"], header["allow_partial_joints_goal"])
-        self.router.restore(header["commands"], 0.0)
+        self.session = Session(self.sim, command_timeout=header["command_timeout"],
+                               allow_partial=header["allow_partial_joints_goal"], start_paused=True,
+                               clock=_no_wall_clock)
+        self.session.router.restore(header["commands"], 0.0)
         self.commands, self.joint_states = header["command_topics"], header["joint_states_topic"]
         self.report = ReplayReport()
 
@@ -115,7 +123,7 @@ class _Session:
         if topic in self.commands:
             self._advance_to(time)
             try:
-                self.router.handle(self.commands[topic], message, 0.0)
+                self.session.command(self.commands[topic], message)
                 self.report.commands += 1
             except CommandError:
                 self.report.rejected += 1
@@ -127,23 +135,25 @@ class _Session:
 
     def _advance_to(self, time: float) -> None:
         steps = round((time - self.sim.time) / self.sim.dt)
-        if steps > 0:
-            self.router.apply(self.router.current(0.0)[0])
-            self.sim.advance(steps * self.sim.dt)
-            self.report.duration += steps * self.sim.dt
+        inputs = self.session.current_inputs() if steps > 0 else None
+        while steps > 0:  # in units the session bounds
+            chunk = min(steps, MAX_ADVANCE_STEPS)
+            if not self.session.advance(chunk, inputs):
+                raise ReplayError(f"the replay diverged at {self.session.failure}")
+            self.report.duration += chunk * self.sim.dt
+            steps, inputs = steps - chunk, None
 
     def _event(self, time: float, event: dict) -> None:
         self.report.events += 1
         kind = event.get("event")
         if kind == "reset":
-            self.sim.reset()
-            self.router.clear()
+            self.session.reset()
         elif kind == "constraint":
             self._advance_to(time)
-            self.sim.set_constraint_enabled(event["name"], bool(event["enabled"]))
+            self.session.set_constraint_enabled(event["name"], bool(event["enabled"]))
         elif kind == "stale":
             self._advance_to(time)
-            self.router.expire(list(event.get("joints", [])), list(event.get("motors", [])))
+            self.session.router.expire(list(event.get("joints", [])), list(event.get("motors", [])))
 
     def _compare(self, message) -> None:
         out = self.sim.outputs(dynamics=False)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,13 +54,13 @@ from simulation_interfaces.srv import (
     GetEntities, GetEntitiesStates, GetEntityInfo, GetEntityState, GetSimulationState, GetSimulatorFeatures,
     ResetSimulation, SetEntityState, SetSimulationState, StepSimulation,
 )
-from std_srvs.srv import SetBool, Trigger
 from transforms3d.quaternions import mat2quat, quat2mat
 
 from mb_sim.model import FloatingJoint, PlanarJoint
 from mb_sim.model.base import symbol_name
 from mb_sim.ros.conversions import pose_matrix, quaternion, stamp, vector3
-from mb_sim.ros.pacing import FAST_TICK_BUDGET
+from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
+from mb_sim.session.pacing import FAST_TICK_BUDGET
 from mb_sim.sim import SimulationError
 from mb_sim.sim.frames import base_twist_function
 
@@ -80,9 +81,9 @@ SERVICES = {
     "~/get_entity_info": GetEntityInfo, "~/get_entity_state": GetEntityState, "~/set_entity_state": SetEntityState,
 }
 ACTIONS = {"~/simulate_steps": SimulateSteps}
-#: Most physics steps one StepSimulation call advances (it holds the node until done; the
-#: SimulateSteps action has no limit and can be cancelled).
-MAX_SERVICE_STEPS = 1_000_000
+#: Most physics steps one StepSimulation call advances (it holds the node until done: one bounded
+#: advance of the session; the SimulateSteps action has no limit and can be cancelled).
+MAX_SERVICE_STEPS = MAX_ADVANCE_STEPS
 #: Wall seconds between two slices of a SimulateSteps goal.
 STEPPING_PERIOD = 0.001
 #: The scopes ResetSimulation honours: time and state are reset together.
@@ -182,12 +183,16 @@ def _xyz(vector) -> np.ndarray:
 
 
 class SimulationInterfacesServer:
-    """The simulation_interfaces services and action of a running :class:`SimulationNode`; they
-    call the node's own operations (pause, reset, advance, publish)."""
+    """The simulation_interfaces services and action of a running :class:`SimulationNode`: an
+    adapter over its :class:`~mb_sim.session.Session` (pause, resume, reset, step, advance);
+    `publish` publishes the state reached (the node's :meth:`~SimulationNode.publish_state`).
+    `node` creates the services and gives the robot, ``dt`` and ``world_frame``."""
 
-    def __init__(self, node) -> None:
+    def __init__(self, node, session: Session, publish: Callable[[], None]) -> None:
         self._node = node
-        self._base = _Base(node.sim)
+        self._session = session
+        self._publish = publish
+        self._base = _Base(session.sim)
         self._job: _SteppingJob | None = None
         handlers = {
             "~/get_simulator_features": self._on_get_simulator_features,
@@ -223,10 +228,10 @@ class SimulationInterfacesServer:
 
     def state(self) -> int:
         """STOPPED (paused at sim time 0), PAUSED (paused, or diverged) or PLAYING."""
-        node = self._node
-        if node.running:
+        session = self._session
+        if session.running:
             return SimulationState.STATE_PLAYING
-        return SimulationState.STATE_STOPPED if node.sim.time == 0.0 else SimulationState.STATE_PAUSED
+        return SimulationState.STATE_STOPPED if session.time == 0.0 else SimulationState.STATE_PAUSED
 
     def _on_get_simulation_state(self, request, response: GetSimulationState.Response):
         response.state = SimulationState(state=self.state())
@@ -242,32 +247,40 @@ class SimulationInterfacesServer:
                                      f"{name} is not supported: only STATE_STOPPED, STATE_PAUSED and STATE_PLAYING "
                                      "(stop mb_sim with Ctrl-C or its launch file)")
             return response
-        if target == SimulationState.STATE_PLAYING and self._node._failure is not None:
+        if target == SimulationState.STATE_PLAYING and self._session.failure is not None:
             response.result = result(SetSimulationState.Response.STATE_TRANSITION_ERROR,
-                                     f"cannot play: the simulation diverged ({self._node._failure}); "
+                                     f"cannot play: the simulation diverged ({self._session.failure}); "
                                      "reset it first (ResetSimulation or STATE_STOPPED)")
             return response
-        paused = self._pause(target != SimulationState.STATE_PLAYING)
-        if not paused.success:
-            response.result = result(SetSimulationState.Response.STATE_TRANSITION_ERROR, paused.message)
-        elif target == SimulationState.STATE_STOPPED:
-            response.result = result(message=self._reset().message)
-        else:
-            response.result = result(message=paused.message)
+        try:
+            message = self._pause(target != SimulationState.STATE_PLAYING)
+        except SessionError as err:
+            response.result = result(SetSimulationState.Response.STATE_TRANSITION_ERROR, str(err))
+            return response
+        response.result = result(message=self._reset() if target == SimulationState.STATE_STOPPED else message)
         return response
 
-    def _pause(self, paused: bool) -> SetBool.Response:
-        return self._node._on_pause(SetBool.Request(data=paused), SetBool.Response())
+    def _pause(self, paused: bool) -> str:
+        """Pause or resume (SessionError: refused); what was done."""
+        session = self._session
+        if paused:
+            session.pause()
+            return f"paused at sim time {session.time:.6g} s"
+        session.resume()
+        return f"running from sim time {session.time:.6g} s"
 
-    def _reset(self) -> Trigger.Response:
-        return self._node._on_reset(Trigger.Request(), Trigger.Response())
+    def _reset(self) -> str:
+        """Reset and publish the state; what was done."""
+        recovered = self._session.reset()
+        self._publish()
+        return "back to the initial state at sim time 0" + (" (recovered from divergence)" if recovered else "")
 
     def _on_reset_simulation(self, request: ResetSimulation.Request, response: ResetSimulation.Response):
         """The node's ~/reset, for the scopes that include both time and state (or spawned only)."""
         scope = request.scope
         if scope in (ResetSimulation.Request.SCOPE_DEFAULT, ResetSimulation.Request.SCOPE_ALL) \
                 or scope & _TIME_AND_STATE == _TIME_AND_STATE:
-            response.result = result(message=self._reset().message)
+            response.result = result(message=self._reset())
         elif scope == ResetSimulation.Request.SCOPE_SPAWNED:
             response.result = result(message="nothing to de-spawn: mb_sim spawns no entities")
         else:
@@ -278,29 +291,29 @@ class SimulationInterfacesServer:
 
     def _stepping_problem(self) -> Result | None:
         """Why the simulation cannot be stepped now (None: it can)."""
-        node = self._node
-        if node._failure is not None:
+        session = self._session
+        if session.failure is not None:
             return result(Result.RESULT_OPERATION_FAILED,
-                          f"cannot step: the simulation diverged ({node._failure}); reset it first")
-        if not node._paused:
+                          f"cannot step: the simulation diverged ({session.failure}); reset it first")
+        if not session.paused:
             return result(Result.RESULT_OPERATION_FAILED,
                           "cannot step: the simulation is playing; pause it first (SetSimulationState STATE_PAUSED)")
         return None
 
     def _on_step_simulation(self, request: StepSimulation.Request, response: StepSimulation.Response):
         """`steps` physics steps at once, while paused, then the state is published."""
-        node, steps = self._node, request.steps
+        node, session, steps = self._node, self._session, request.steps
         problem = self._stepping_problem() or self._steps_problem(steps, MAX_SERVICE_STEPS)
         if problem is not None:
             response.result = problem
         elif self._job is not None:
             response.result = result(Result.RESULT_INCORRECT_STATE,
                                      "a SimulateSteps goal is stepping the simulation; wait for it or cancel it")
-        elif node._advance(steps, node._current_inputs(time.monotonic())):
-            node._publish_state()
-            response.result = result(message=f"stepped {steps} x {node.dt:g} s to sim time {node.sim.time:.9g} s")
+        elif session.advance(steps, session.current_inputs()):
+            self._publish()
+            response.result = result(message=f"stepped {steps} x {node.dt:g} s to sim time {session.time:.9g} s")
         else:
-            response.result = result(Result.RESULT_OPERATION_FAILED, f"the simulation diverged ({node._failure})")
+            response.result = result(Result.RESULT_OPERATION_FAILED, f"the simulation diverged ({session.failure})")
         return response
 
     @staticmethod
@@ -333,7 +346,7 @@ class SimulationInterfacesServer:
 
     def _on_stepping_tick(self) -> None:
         """Advance the goal step by step for FAST_TICK_BUDGET of wall time, feedback after each step."""
-        job, node = self._job, self._node
+        job, node, session = self._job, self._node, self._session
         if job is None or job.done.done():
             return
         if job.goal_handle.is_cancel_requested:
@@ -345,21 +358,21 @@ class SimulationInterfacesServer:
             job.finish("abort", problem.result, f"after {job.completed} of {job.total} steps: {problem.error_message}")
             return
         now = time.monotonic()
-        deadline, inputs = now + FAST_TICK_BUDGET, node._current_inputs(now)
+        deadline, inputs = now + FAST_TICK_BUDGET, session.current_inputs(now)
         while job.remaining:
-            if not node._advance(1, inputs):
+            if not session.advance(1, inputs):
                 job.finish("abort", Result.RESULT_OPERATION_FAILED,
-                           f"the simulation diverged after {job.completed} of {job.total} steps ({node._failure})")
+                           f"the simulation diverged after {job.completed} of {job.total} steps ({session.failure})")
                 return
             job.completed += 1
             job.goal_handle.publish_feedback(
                 SimulateSteps.Feedback(completed_steps=job.completed, remaining_steps=job.remaining))
             if time.monotonic() >= deadline:
                 break
-        node._publish_state()
+        self._publish()
         if not job.remaining:
             job.finish("succeed", Result.RESULT_OK, f"stepped {job.total} x {node.dt:g} s to sim time "
-                                                    f"{node.sim.time:.9g} s")
+                                                    f"{session.time:.9g} s")
 
     # -- entities ------------------------------------------------------------------------------
     def _matching(self, filters) -> tuple[Result, list[str]]:
@@ -405,7 +418,7 @@ class SimulationInterfacesServer:
         pose = self._base.pose()
         linear, angular = self._base.twist(pose)
         state = EntityState()
-        state.header.frame_id, state.header.stamp = self._node.world_frame, stamp(self._node.sim.time)
+        state.header.frame_id, state.header.stamp = self._node.world_frame, stamp(self._session.time)
         x, y, z = (float(v) for v in pose[:3, 3])
         state.pose.position.x, state.pose.position.y, state.pose.position.z = x, y, z
         state.pose.orientation = quaternion(pose[:3, :3])
@@ -453,5 +466,5 @@ class SimulationInterfacesServer:
             self._base.set(pose_matrix(state.pose), _xyz(state.twist.linear), _xyz(state.twist.angular))
         except (ValueError, SimulationError) as err:  # the constraints cannot hold it
             return result(Result.RESULT_OPERATION_FAILED, f"cannot set the state: {err}")
-        self._node._publish_state()
-        return result(message=f"robot '{self.entity}' moved at sim time {self._node.sim.time:.9g} s")
+        self._publish()
+        return result(message=f"robot '{self.entity}' moved at sim time {self._session.time:.9g} s")

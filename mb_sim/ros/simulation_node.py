@@ -1,9 +1,11 @@
-"""The ``mb_sim`` node: owns one :class:`~mb_sim.sim.Simulator`, advances it on a wall-clock
-timer and publishes its state.  Its topics, services and timing are described in
+"""The ``mb_sim`` node: the ROS 2 adapter over one simulation run, a
+:class:`~mb_sim.session.Session` (the :class:`~mb_sim.sim.Simulator`, held commands, pause and
+divergence, the command clock, the recording); it paces the run on a wall-clock timer and
+publishes its state.  Its topics, services and timing are described in
 :mod:`mb_sim.ros.node` (the executable), its parameters in ``config/mb_sim.yaml``.
 
-The logic that needs no rclpy lives beside it: :mod:`~mb_sim.ros.commands` (validation, command
-timeout), :mod:`~mb_sim.ros.pacing` (real-time pacing), :mod:`~mb_sim.sim.frames` (TF tree, base
+The logic that needs no rclpy lives beside it: :mod:`~mb_sim.session.commands` (validation, command
+timeout), :mod:`~mb_sim.session.pacing` (real-time pacing), :mod:`~mb_sim.sim.frames` (TF tree, base
 twist), :mod:`~mb_sim.ros.reactions` (loop-joint wrenches), :mod:`~mb_sim.ros.springs` (spring
 markers), :mod:`~mb_sim.ros.motors` (motor states) and :mod:`~mb_sim.ros.conversions` (messages).
 """
@@ -42,9 +44,9 @@ from mb_sim.codegen import CodegenError, FactorizationError
 from mb_sim.model import ComponentError, Robot, load_urdf
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
-from mb_sim.ros.command_router import COMMAND_TOPICS, CommandRouter
-from mb_sim.ros.commands import CommandError
-from mb_sim.ros.recorder import Recorder
+from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
+from mb_sim.session.command_router import COMMAND_TOPICS
+from mb_sim.session.commands import CommandError
 from mb_sim.ros.conversions import stamp, transform_stamped, wrench_stamped
 from mb_sim.ros.motors import motor_diagnostics, motor_states_message
 from mb_sim.ros.reactions import loop_wrenches
@@ -52,8 +54,8 @@ from mb_sim.ros.simulation_interfaces_server import SimulationInterfacesServer
 from mb_sim.ros.springs import spring_markers
 from mb_sim.ros.state_messages import StateMessages
 from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses, frame_tree
-from mb_sim.ros.pacing import (
-    FAST_TICK_BUDGET, FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging,
+from mb_sim.session.pacing import (
+    FAST_TICK_BUDGET, FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging, lag_warning,
     steps_per_period,
 )
 from mb_sim.sim import AssemblyError, SimulationError, Simulator
@@ -81,8 +83,9 @@ PARAMETER_BOUNDS = {
 }
 #: What a failed start-up reports as a bad parameter (one line, no traceback).
 STARTUP_ERRORS = (URDFError, ComponentError, CodegenError, SimulationError, ValueError, OSError)
-#: Most physics steps in one publish period (the sim time one tick advances at factor 1).
-MAX_PERIOD_STEPS = 100_000
+#: Most physics steps in one publish period (the sim time one tick advances at factor 1): what
+#: one call of the session advances at most.
+MAX_PERIOD_STEPS = MAX_ADVANCE_STEPS
 
 #: QoS of latched topics (/robot_description, /tf_static): late subscribers still get the message.
 LATCHED_QOS = QoSProfile(
@@ -118,7 +121,8 @@ def _repairable(source: str) -> bool:
 
 
 class SimulationNode(Node):
-    """Owns one :class:`Simulator`, advances it on a wall-clock timer and publishes its state."""
+    """Builds one :class:`Simulator` and its :class:`Session` from parameters, paces the session on
+    a wall-clock timer and publishes its state; its services call the session's public API."""
 
     def __init__(self) -> None:
         super().__init__("mb_sim")
@@ -140,25 +144,22 @@ class SimulationNode(Node):
         self._pacer = Pacer(self.dt, self.period_steps, self.real_time_factor)
         self._monitor = RateMonitor()
         timeout = 0.0 if self.lockstep else self.command_timeout  # in lockstep commands never go stale
-        self._router = CommandRouter(self.sim, timeout, self.allow_partial)
-        self._commands, self._voltages = self._router.efforts, self._router.voltages
+        self._session = Session(self.sim, command_timeout=timeout, allow_partial=self.allow_partial,
+                               start_paused=self.start_paused)
+        self._session.subscribe(self._on_session)
+        self._commands, self._voltages = self._session.router.efforts, self._session.router.voltages
         self._prismatic_motors = {motor for motor, joint in self.sim.motor_joints.items()
                                   if self.robot.joints[joint].joint_description.type == "prismatic"}
-        self._paused = self.start_paused
-        self._failure: str | None = None  # why the simulation diverged
         self._last_cap = -math.inf
         self._last_clock = -math.inf  # wall time /clock was last published while not running
-        self._stopped_since = time.monotonic() if self._paused else None  # not running since (wall)
-        self._stopped_total = 0.0  # wall seconds not running before that
         self._throttled_loggers: dict = {}  # (topic, kind of problem) -> logger
-        self._recorder: Recorder | None = None
 
         self._create_interfaces()
         if self.record_file:
             self._start_recording(self.record_file)
         self._description_pub.publish(String(data=self.urdf_text))
         self._publish_static_transforms()
-        self._publish_state()
+        self.publish_state()
         self._log_start()
 
     def _create_interfaces(self) -> None:
@@ -194,7 +195,7 @@ class SimulationNode(Node):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._tick_timer = self.create_timer(self._tick_period(), self._on_tick, clock=steady)
         self._diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics, clock=steady)
-        self._simulation_interfaces = SimulationInterfacesServer(self)
+        self._simulation_interfaces = SimulationInterfacesServer(self, self._session, self.publish_state)
 
     # -- parameters --------------------------------------------------------------------------
     def _declare_parameters(self) -> None:
@@ -485,7 +486,7 @@ class SimulationNode(Node):
         pace = ("as fast as possible" if self._pacer.as_fast_as_possible
                 else f"real-time factor {self.real_time_factor:g}")
         log.info(f"physics dt {self.dt:g} s, publishing at {self.publish_rate:g} Hz, {pace}"
-                 + (", paused (call ~/pause with data: false or ~/step)" if self._paused else ""))
+                 + (", paused (call ~/pause with data: false or ~/step)" if self._session.paused else ""))
 
     # -- commands ----------------------------------------------------------------------------
     def _reject(self, topic: str, error: CommandError) -> None:
@@ -499,46 +500,52 @@ class SimulationNode(Node):
     def _on_command(self, topic: str, message) -> None:
         """A message on command topic ``~/<topic>``: applied whole, or rejected with a warning."""
         try:
-            self._router.handle(topic, message, self._command_time())
+            self._session.command(topic, message)
         except CommandError as err:
             self._reject(self._command_subs[topic].topic_name, err)
             return
-        if self._recorder is not None:
-            self._recorder.write(self._command_subs[topic].topic_name, COMMAND_TOPICS[topic],
-                                 serialize_message(message), self.sim.time)
+        if self._session.recording is not None:
+            self._session.write(self._command_subs[topic].topic_name, COMMAND_TOPICS[topic],
+                                serialize_message(message))
         self._step_locked()
 
     def _step_locked(self) -> None:
         """In lockstep: a command arrived, so advance one publish period (unless not running) and
         publish the state reached."""
-        if self.lockstep and self.running and self._advance(self.period_steps, self._current_inputs(time.monotonic())):
-            self._publish_state()
+        if self.lockstep and self.running and self._session.advance(self.period_steps,
+                                                                   self._session.current_inputs()):
+            self.publish_state()
 
-    def _command_time(self, now: float | None = None) -> float:
-        """The clock commands age by: wall time (steady) that stands still while the simulation
-        is not running (paused, diverged), so a pause never times a command out."""
-        now = time.monotonic() if now is None else now
-        return (now if self._stopped_since is None else self._stopped_since) - self._stopped_total
+    def _on_session(self, event: str, **details) -> None:
+        """What the node does on the session's events (:data:`mb_sim.session.session.EVENTS`):
+        retime the tick timer, restart pacing, log."""
+        if event in ("started", "reset"):
+            self._restart_pacing()
+        if event == "diverged":
+            self.get_logger().error(f"simulation diverged at {details['reason']}; paused, call ~/reset to start again")
+        elif event == "stale":
+            self._log_stale(details["joints"], details["motors"])
+        self._retime()
 
-    def _current_inputs(self, now: float) -> tuple[np.ndarray, np.ndarray]:
-        """The efforts (actuated joints) and voltages (motors) to apply at wall time `now`; stale
-        commands are zero, logged once when they time out."""
-        inputs, stale_joints, stale_motors = self._router.current(self._command_time(now))
-        if (stale_joints or stale_motors) and self._recorder is not None:
-            self._recorder.event(self.sim.time, event="stale", joints=stale_joints, motors=stale_motors)
-        if stale_joints:
+    def _log_stale(self, joints: list[str], motors: list[str]) -> None:
+        """Commands that timed out (logged once, when they do)."""
+        if joints:
             self.get_logger().warning(
-                f"no command for {self.command_timeout:g} s: effort of {', '.join(stale_joints)} set to zero")
-        if stale_motors:
+                f"no command for {self.command_timeout:g} s: effort of {', '.join(joints)} set to zero")
+        if motors:
             self.get_logger().warning(
-                f"no command for {self.command_timeout:g} s: voltage of {', '.join(stale_motors)} set to zero")
-        return inputs
+                f"no command for {self.command_timeout:g} s: voltage of {', '.join(motors)} set to zero")
 
     # -- simulation --------------------------------------------------------------------------
     @property
+    def session(self) -> Session:
+        """The simulation run this node is an adapter over."""
+        return self._session
+
+    @property
     def running(self) -> bool:
         """Advancing on the timer: neither paused nor diverged."""
-        return not self._paused and self._failure is None
+        return self._session.running
 
     def _tick_period(self) -> float:
         """Wall seconds between ticks: a publish period, or FAST_TIMER_PERIOD while running as fast
@@ -547,21 +554,14 @@ class SimulationNode(Node):
         return FAST_TIMER_PERIOD if fast else 1.0 / self.publish_rate
 
     def _retime(self) -> None:
-        """After the simulation started or stopped running: the tick timer's period, and the
-        command clock (standing still while not running)."""
-        now = time.monotonic()
-        if self.running and self._stopped_since is not None:
-            self._stopped_total += now - self._stopped_since
-            self._stopped_since = None
-        elif not self.running and self._stopped_since is None:
-            self._stopped_since = now
+        """After the simulation started or stopped running: the tick timer's period."""
         period = round(self._tick_period() * 1e9)
         if self._tick_timer.timer_period_ns != period:
             self._tick_timer.timer_period_ns = period
 
     def _on_tick(self) -> None:
         now = time.monotonic()
-        inputs = self._current_inputs(now)
+        inputs = self._session.current_inputs(now)
         if not self.running or self.lockstep:  # in lockstep only commands advance
             self._publish_paused_clock(now)
             return
@@ -576,17 +576,19 @@ class SimulationNode(Node):
                 f"the simulation fell more than {MAX_CATCH_UP_PERIODS} publish periods behind real time: "
                 f"{self._pacer.slipped - slipped:.3f} s of sim time dropped ({self._pacer.slipped:.3f} s so far)",
                 throttle_duration_sec=WARNING_THROTTLE)
-        if advance.steps and self._advance(advance.steps, inputs):
-            self._publish_state()
+        # At most one bounded advance per tick: steps beyond it stay due, the pacer's cap drops them
+        if advance.steps and self._session.advance(min(advance.steps, MAX_ADVANCE_STEPS), inputs):
+            self.publish_state()
         self._monitor.add(now, self.sim.time)  # lagging is judged (and logged) with /diagnostics
 
     def _run_fast(self, start: float, inputs: tuple[np.ndarray, np.ndarray]) -> None:
         """As fast as possible: publish period after publish period for FAST_TICK_BUDGET of wall
         time, then back to the executor (commands, services; the next tick follows at once)."""
         deadline = start + FAST_TICK_BUDGET
-        self._apply(inputs)  # commands only change in callbacks, between ticks
-        while self._advance(self.period_steps):
-            self._publish_state()
+        applied = inputs  # commands only change in callbacks, between ticks: applied once
+        while self._session.advance(self.period_steps, applied):
+            applied = None
+            self.publish_state()
             now = time.monotonic()
             if now >= deadline:
                 self._monitor.add(now, self.sim.time)
@@ -599,27 +601,6 @@ class SimulationNode(Node):
             self._last_clock = now
             self._clock_pub.publish(self._messages.clock())
 
-    def _apply(self, inputs: tuple[np.ndarray, np.ndarray]) -> None:
-        """Hand `inputs` (efforts, voltages) to the simulator, which clamps both to their limits."""
-        self._router.apply(inputs)
-
-    def _advance(self, steps: int, inputs: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
-        """Advance `steps` physics steps, under `inputs` when given (else those applied last);
-        False (and paused) on divergence."""
-        if inputs is not None:
-            self._apply(inputs)
-        try:
-            self.sim.advance(steps * self.dt)
-        except SimulationError as err:
-            self._fail(str(err))
-            return False
-        return True
-
-    def _fail(self, reason: str) -> None:
-        self._failure = reason
-        self._retime()
-        self.get_logger().error(f"simulation diverged at {reason}; paused, call ~/reset to start again")
-
     def _restart_pacing(self) -> None:
         self._pacer.stop()
         self._monitor.reset()
@@ -627,14 +608,8 @@ class SimulationNode(Node):
 
     # -- services ----------------------------------------------------------------------------
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        self.sim.reset()
-        self._router.clear()
-        if self._recorder is not None:
-            self._recorder.event(self.sim.time, event="reset")
-        recovered, self._failure = self._failure is not None, None
-        self._restart_pacing()
-        self._retime()
-        self._publish_state()
+        recovered = self._session.reset()
+        self.publish_state()
         response.success = True
         response.message = "back to the initial state at sim time 0" + (" (recovered from divergence)"
                                                                        if recovered else "")
@@ -642,103 +617,91 @@ class SimulationNode(Node):
         return response
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        if request.data:
-            self._paused = True
-            self._retime()
-            response.success, response.message = True, f"paused at sim time {self.sim.time:.6g} s"
-        elif self._failure is not None:
-            response.success = False
-            response.message = f"cannot resume: the simulation diverged ({self._failure}); call ~/reset"
+        try:
+            if request.data:
+                self._session.pause()
+                message = f"paused at sim time {self.sim.time:.6g} s"
+            else:
+                self._session.resume()
+                message = f"running from sim time {self.sim.time:.6g} s"
+        except SessionError as err:
+            response.success, response.message = False, str(err)
         else:
-            if self._paused:
-                self._restart_pacing()
-            self._paused = False
-            self._retime()
-            response.success, response.message = True, f"running from sim time {self.sim.time:.6g} s"
-        self.get_logger().info(f"~/pause: {response.message}")
+            response.success, response.message = True, message
+        _log_outcome(self.get_logger(), response.success, f"~/pause: {response.message}")
         return response
 
     def _on_step(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        if self._failure is not None:
-            response.success = False
-            response.message = f"cannot step: the simulation diverged ({self._failure}); call ~/reset"
-        elif not self._paused and not self.lockstep:
-            response.success, response.message = False, "not paused: call ~/pause with data: true first"
-        elif self._advance(self.period_steps, self._current_inputs(time.monotonic())):
-            self._publish_state()
+        session = self._session
+        try:
+            if self.lockstep and session.running:  # in lockstep ~/step advances without a pause
+                stepped = session.advance(self.period_steps, session.current_inputs())
+            else:
+                stepped = session.step(self.period_steps)
+        except SessionError as err:
+            response.success, response.message = False, str(err)
+            return response
+        if stepped:
+            self.publish_state()
             response.success = True
             response.message = f"stepped {self.period_steps * self.dt:g} s to sim time {self.sim.time:.6g} s"
         else:
-            response.success, response.message = False, f"the simulation diverged ({self._failure})"
+            response.success, response.message = False, f"the simulation diverged ({session.failure})"
         return response
 
     def _on_constraint(self, name: str, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         """Enable (data: true) or disable constraint `name`; enabling projects the state onto it."""
         try:
-            self.sim.set_constraint_enabled(name, request.data)
+            self._session.set_constraint_enabled(name, bool(request.data))
         except (ValueError, SimulationError) as err:
             response.success, response.message = False, str(err)
         else:
             state = "enabled" if request.data else "disabled"
-            if self._recorder is not None:
-                self._recorder.event(self.sim.time, event="constraint", name=name, enabled=bool(request.data))
             response.success = True
             response.message = f"constraint '{name}' {state} at sim time {self.sim.time:.6g} s"
             if request.data:
-                self._publish_state()  # the projection may have moved the state
-        log = self.get_logger().info if response.success else self.get_logger().warning
-        log(f"{self._constraint_services[name]}: {response.message}")
+                self.publish_state()  # the projection may have moved the state
+        _log_outcome(self.get_logger(), response.success, f"{self._constraint_services[name]}: {response.message}")
         return response
 
     def _on_record(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         """Start (data: true; to record_file, else a time-stamped file in the working directory) or
-        stop recording."""
-        if request.data and self._recorder is not None:
-            response.success, response.message = False, f"already recording to {self._recorder.path}"
+        stop recording.  Starting while recording is refused and leaves the recording alone."""
+        session = self._session
+        if request.data and session.recording is not None:
+            response.success, response.message = False, f"already recording to {session.recording}"
         elif request.data:
             path = self.record_file or f"mb_sim_{datetime.datetime.now():%Y%m%d_%H%M%S}.mcap"
             try:
                 self._start_recording(path)
-            except OSError as err:
-                response.success, response.message = False, f"cannot record to {path}: {err.strerror or err}"
+            except (OSError, SessionError) as err:
+                reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+                response.success, response.message = False, f"cannot record to {path}: {reason}"
             else:
                 response.success, response.message = True, f"recording to {path} from sim time {self.sim.time:.6g} s"
-        elif self._recorder is None:
+        elif session.recording is None:
             response.success, response.message = False, "not recording"
         else:
-            path = self._stop_recording()
+            path = session.stop_recording()
             response.success, response.message = True, f"recording {path} closed at sim time {self.sim.time:.6g} s"
-        (self.get_logger().info if response.success else self.get_logger().warning)(f"~/record: {response.message}")
+        _log_outcome(self.get_logger(), response.success, f"~/record: {response.message}")
         return response
 
     def _start_recording(self, path: str) -> None:
-        """Open a recording (mb_sim.ros.recorder) starting from the current state."""
-        q, u, z, t = self.sim.initial_state
-        header = {"node": self.get_fully_qualified_name(), "time": self.sim.time, "physics_dt": self.dt,
-                  "period_steps": self.period_steps, "lockstep": self.lockstep,
-                  "command_timeout": 0.0 if self.lockstep else self.command_timeout,
-                  "allow_partial_joints_goal": self.allow_partial,
-                  "simulator": self._simulator_options(),
-                  "state": {"q": self.sim.q.tolist(), "u": self.sim.u.tolist(), "z": self.sim.z.tolist(),
-                            "enabled": {name: self.sim.constraint_enabled(name) for name in self.sim.constraints},
-                            "initial": [q.tolist(), u.tolist(), z.tolist(), t]},
-                  "commands": self._router.snapshot(),
-                  "command_topics": {sub.topic_name: topic for topic, sub in self._command_subs.items()},
-                  "joint_states_topic": self._joint_pub.topic_name}
-        self._recorder = Recorder(path, header, serialize_message(String(data=self.urdf_text)),
-                                  lambda text: serialize_message(String(data=text)))
+        """Open a recording (mb_sim.session.recorder) starting from the current state."""
+        settings = {"node": self.get_fully_qualified_name(), "physics_dt": self.dt,
+                    "period_steps": self.period_steps, "lockstep": self.lockstep,
+                    "command_timeout": 0.0 if self.lockstep else self.command_timeout,
+                    "allow_partial_joints_goal": self.allow_partial,
+                    "simulator": self._simulator_options(),
+                    "command_topics": {sub.topic_name: topic for topic, sub in self._command_subs.items()},
+                    "joint_states_topic": self._joint_pub.topic_name}
+        self._session.start_recording(path, settings, serialize_message(String(data=self.urdf_text)),
+                                     lambda text: serialize_message(String(data=text)))
         self.get_logger().info(f"recording commands and states to {path}")
 
-    def _stop_recording(self) -> str | None:
-        """Close the recording, if any; its path."""
-        recorder, self._recorder = self._recorder, None
-        if recorder is None:
-            return None
-        recorder.close()
-        return recorder.path
-
     def destroy_node(self) -> None:
-        self._stop_recording()  # a complete file also after Ctrl-C
+        self._session.stop_recording()  # a complete file also after Ctrl-C
         super().destroy_node()
 
     # -- publishing ---------------------------------------------------------------------------
@@ -756,22 +719,21 @@ class SimulationNode(Node):
                                           f"forward dynamics failed ({err})", throttle_duration_sec=WARNING_THROTTLE)
         return self.sim.outputs(dynamics=False)  # positions, velocities, efforts, poses and springs only
 
-    def _publish_state(self) -> None:
+    def publish_state(self) -> None:
         """/joint_states, /tf, /odom (serialized once, patched: :mod:`mb_sim.ros.state_messages`),
         the wrenches, springs and motor states of robots that have them, then /clock.  A topic
         nobody subscribes to is not computed (what lets a headless run go faster)."""
         wrenches = any(_listened(pub) for pub in self._wrench_pubs)
         out = (self._state_outputs(wrenches) if wrenches or _listened(self._springs_pub)
                or _listened(self._motor_states_pub) else None)
-        recording = self._recorder is not None
+        recording = self._session.recording is not None
         state = self._messages.render(
             evaluated=out is not None, joint_states=recording or _listened(self._joint_pub),
             tf=_listened(self._tf_pub), odometry=_listened(self._odom_pub))
         if state.joint_states is not None:
             self._joint_pub.publish(state.joint_states)
             if recording:
-                self._recorder.write(self._joint_pub.topic_name, "sensor_msgs/msg/JointState", state.joint_states,
-                                     self.sim.time)
+                self._session.write(self._joint_pub.topic_name, "sensor_msgs/msg/JointState", state.joint_states)
         if state.tf is not None:
             self._tf_pub.publish(state.tf)
         for message in state.odometry:
@@ -805,11 +767,10 @@ class SimulationNode(Node):
         achieved = self._monitor.factor() if self.running else None
         lagging = self.running and is_lagging(self.real_time_factor, achieved, now - self._last_cap < RATE_WINDOW)
         if lagging:
-            self.get_logger().warning(
-                f"the simulation cannot keep up: achieved real-time factor {achieved:.2f} over the last "
-                f"{RATE_WINDOW:g} s (target {self.real_time_factor:g})", throttle_duration_sec=WARNING_THROTTLE)
+            self.get_logger().warning(lag_warning(self.real_time_factor, achieved),
+                                      throttle_duration_sec=WARNING_THROTTLE)
         values = {
-            "state": "diverged" if self._failure else "paused" if self._paused else "running",
+            "state": "diverged" if self._session.failure else "paused" if self._session.paused else "running",
             "sim time [s]": f"{self.sim.time:.6f}",
             "target real-time factor": ("0 (as fast as possible)" if self._pacer.as_fast_as_possible
                                         else f"{self.real_time_factor:g}"),
@@ -836,12 +797,12 @@ class SimulationNode(Node):
             values[f"spring {name} force [N]"] = f"{spring.force:.9g}"
             values[f"spring {name} length [m]"] = f"{spring.distance:.9g}"
         values |= motor_diagnostics(out.motors, self._prismatic_motors)
-        command_now = self._command_time(now)
+        command_now = self._session.command_time(now)
         ages = [age for age in (self._commands.age(command_now), self._voltages.age(command_now)) if age is not None]
         values["command age [s]"] = f"{min(ages):.3f}" if ages else "no command yet"
         values["backend"] = f"{BACKEND} ({type(self.sim.model).__name__}, rk4)"
-        if self._failure is not None:
-            level, message = DiagnosticStatus.ERROR, f"diverged at {self._failure}; call ~/reset"
+        if self._session.failure is not None:
+            level, message = DiagnosticStatus.ERROR, f"diverged at {self._session.failure}; call ~/reset"
         elif lagging:
             level = DiagnosticStatus.WARN
             message = f"cannot keep up: real-time factor {values['achieved real-time factor']} " \
@@ -856,6 +817,15 @@ class SimulationNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(array)
+
+
+def _log_outcome(logger, success: bool, message: str) -> None:
+    """`message` at INFO when `success`, else WARN.  Two call sites on purpose: rclpy refuses one call
+    site that logs with two severities ("Logger severity cannot be changed between calls")."""
+    if success:
+        logger.info(message)
+    else:
+        logger.warning(message)
 
 
 def _listened(publisher) -> bool:

@@ -1,6 +1,6 @@
 """``~/joint_trajectory`` commands (``trajectory_msgs/JointTrajectory``), validated as
 joint_trajectory_controller validates them, without rclpy: the node passes fields in and gets each
-joint's waypoints (sim times) or a :class:`~mb_sim.ros.commands.CommandError` out.
+joint's waypoints (sim times) or a :class:`~mb_sim.session.commands.CommandError` out.
 
 - ``header.stamp`` zero starts the trajectory on arrival; otherwise it starts at that sim time.
 - Every joint must be named unless partial goals are allowed (``allow_partial_joints_goal``, as the
@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mb_sim.ros.commands import LISTED, CommandError, _listed, _repeated
+from mb_sim.session.commands import LISTED, CommandError, _listed, _repeated
 from mb_sim.sim.trajectory import Waypoint
 
 __all__ = ["TrajectoryPoint", "trajectory_waypoints"]

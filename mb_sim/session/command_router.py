@@ -2,9 +2,9 @@
 ``mb-sim replay`` (which feeds it the recorded messages, decoded from MCAP).
 
 Each command topic (the keys of :data:`COMMAND_TOPICS`, relative to the node) has a handler that
-validates the message (raising :class:`~mb_sim.ros.commands.CommandError`) and then sets efforts,
+validates the message (raising :class:`~mb_sim.session.commands.CommandError`) and then sets efforts,
 voltages or servo references; efforts and voltages are held in
-:class:`~mb_sim.ros.commands.TimedCommands` (stale ones fall to zero) and handed to the simulator by
+:class:`~mb_sim.session.commands.TimedCommands` (stale ones fall to zero) and handed to the simulator by
 :meth:`CommandRouter.apply`.  Messages only need the ROS field names as attributes (rclpy messages
 and mcap_ros2's decoded ones both do).
 """
@@ -15,10 +15,10 @@ from dataclasses import asdict
 
 import numpy as np
 
-from mb_sim.ros.commands import (
+from mb_sim.session.commands import (
     CommandError, TimedCommands, effort_array, joint_commands, motor_voltages, voltage_array,
 )
-from mb_sim.ros.trajectory_commands import TrajectoryPoint, trajectory_waypoints
+from mb_sim.session.trajectory_commands import TrajectoryPoint, trajectory_waypoints
 from mb_sim.sim import Simulator
 from mb_sim.sim.servos import Segment
 from mb_sim.sim.trajectory import TrajectoryError, joint_segments

@@ -19,7 +19,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["Pacer", "Advance", "RateMonitor", "steps_per_period", "is_lagging",
+__all__ = ["Pacer", "Advance", "RateMonitor", "steps_per_period", "is_lagging", "lag_warning",
            "MAX_CATCH_UP_PERIODS", "FAST_TIMER_PERIOD", "FAST_TICK_BUDGET", "LAG_THRESHOLD", "RATE_WINDOW"]
 
 #: At most this many publish periods of simulation per tick.
@@ -133,3 +133,14 @@ def is_lagging(target: float, achieved: float | None, capped_recently: bool) -> 
     if capped_recently:
         return True
     return achieved is not None and achieved < LAG_THRESHOLD * target
+
+
+def lag_warning(target: float, achieved: float | None) -> str:
+    """The warning for a simulation :func:`is_lagging` judges behind `target`.  `achieved` is None
+    within half a window of a reset or resume (too little measured), when only the catch-up cap
+    says so: the text then says that rather than formatting a factor it does not have."""
+    if achieved is None:
+        return (f"the simulation cannot keep up: it fell more than {MAX_CATCH_UP_PERIODS} publish periods behind "
+                f"real time since it last started (target real-time factor {target:g}; achieved not measured yet)")
+    return (f"the simulation cannot keep up: achieved real-time factor {achieved:.2f} over the last "
+            f"{RATE_WINDOW:g} s (target {target:g})")
