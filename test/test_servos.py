@@ -180,3 +180,36 @@ def test_the_energy_watch_stands_aside_while_a_servo_acts(repo, cache_dir):
     sim.advance(0.5)  # energy rises, fed by the servo: no runaway
     sim.reset()
     assert sim.runaway.energy_unwatched is None and not sim.servos.active
+
+
+def test_a_long_trajectory_finds_each_segment_as_a_scan_would(repo, cache_dir):
+    """20,000 waypoints (20 s at 1 kHz): the segment in force and the next boundary, found by
+    bisection, are those a scan of the whole plan gives, at boundaries and between them."""
+    sim = simulator(repo, cache_dir, "arm6")
+    waypoints = [Waypoint(1e-3 * (k + 1), 0.3 * np.sin(1e-3 * k)) for k in range(20_000)]
+    plan = joint_segments(0.0, 0.0, 0.0, waypoints)
+    sim.servos.follow("elbow_joint", plan)
+    rng = np.random.default_rng(24)
+    for time in [0.0, 1e-3, 5.0, 19.999, 20.0, 25.0, *rng.uniform(0.0, 21.0, 200)]:
+        scanned = [s for s in plan if s.begin <= time + 1e-12][-1] if plan[0].begin <= time + 1e-12 else plan[0]
+        assert sim.servos.segment("elbow_joint", time) is scanned
+        later = [s.begin for s in plan if s.begin > time + 1e-12]
+        assert sim.servos.refresh(time) == (min(later) if later else math.inf)
+
+
+def test_a_trajectory_message_beyond_the_point_limit_is_refused(repo, cache_dir):
+    """More than MAX_TRAJECTORY_POINTS points in one ~/joint_trajectory message: one CommandError
+    naming the count before any segment is built; the joint keeps what it followed."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from mb_sim.session.command_router import MAX_TRAJECTORY_POINTS, CommandRouter
+
+    sim = simulator(repo, cache_dir, "arm6")
+    sim.servos.hold_position("elbow_joint", 0.1)
+    held = sim.servos.plan("elbow_joint")
+    router = CommandRouter(sim, 0.0, True)
+    message = JointTrajectory(joint_names=["elbow_joint"])
+    message.points = [JointTrajectoryPoint(positions=[0.0])] * (MAX_TRAJECTORY_POINTS + 1)
+    with pytest.raises(CommandError, match=f"{MAX_TRAJECTORY_POINTS + 1} trajectory points: at most"):
+        router.handle("joint_trajectory", message, 0.0)
+    assert sim.servos.plan("elbow_joint") == held

@@ -23,7 +23,11 @@ from mb_sim.sim import Simulator
 from mb_sim.sim.servos import Segment
 from mb_sim.sim.trajectory import TrajectoryError, joint_segments
 
-__all__ = ["COMMAND_TOPICS", "CommandRouter"]
+__all__ = ["COMMAND_TOPICS", "CommandRouter", "MAX_TRAJECTORY_POINTS"]
+
+#: Most points one ~/joint_trajectory message may hold (100 s at 1 kHz): its segments are built
+#: on arrival, so a longer one would hold the node for seconds and its memory.
+MAX_TRAJECTORY_POINTS = 100_000
 
 #: Command topics (relative to the node: ``~/<topic>``) and their message types.
 COMMAND_TOPICS = {
@@ -82,6 +86,9 @@ class CommandRouter:
 
     def _on_joint_trajectory(self, message, now: float) -> None:
         """Follow a trajectory as joint_trajectory_controller does (see trajectory_commands)."""
+        if len(message.points) > MAX_TRAJECTORY_POINTS:
+            raise CommandError("too_many", f"{len(message.points)} trajectory points: at most {MAX_TRAJECTORY_POINTS} "
+                                           "in one message (send a long trajectory in parts)")
         stamp = message.header.stamp
         start = _seconds(stamp) if (stamp.sec or stamp.nanosec) else self.sim.time
         points = [TrajectoryPoint(_seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)

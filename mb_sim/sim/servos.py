@@ -12,6 +12,7 @@ while inside the effort limits; without it they are plain PD laws (as MuJoCo's p
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -87,6 +88,7 @@ class JointServos:
         self.gains = dict(self.default_gains)
         self.feed_forward = feed_forward
         self._plans: dict[str, list[Segment]] = {}
+        self._begins: dict[str, list[float]] = {}  # per plan, its segments' begins (bisected)
         self._kinds: dict[str, str] = {}
         self.clear()
 
@@ -130,6 +132,7 @@ class JointServos:
     def _follow(self, joint: str, kind: str, segments: list[Segment]) -> None:
         self._check(joint)
         self._plans[joint], self._kinds[joint] = segments, kind
+        self._begins[joint] = [segment.begin for segment in segments]
         self.refresh(segments[0].begin)
 
     def plan(self, joint: str) -> list[Segment]:
@@ -148,12 +151,14 @@ class JointServos:
         """No servo on `joint`: its effort input alone acts."""
         self._check(joint)
         self._plans.pop(joint, None)
+        self._begins.pop(joint, None)
         self._kinds.pop(joint, None)
         self.refresh(self._refreshed)
 
     def clear(self) -> None:
         """No servo on any joint (the table empty)."""
         self._plans.clear()
+        self._begins.clear()
         self._kinds.clear()
         self._table[0] = 0.0
         self._refreshed = 0.0
@@ -164,25 +169,22 @@ class JointServos:
         return bool(self._plans)
 
     def segment(self, joint: str, time: float) -> Segment | None:
-        """The segment `joint` follows at `time` (None: effort only)."""
+        """The segment `joint` follows at `time` (None: effort only): the last one begun, found by
+        bisection, so a trajectory's cost per refresh does not grow with its length."""
         plan = self._plans.get(joint)
         if not plan:
             return None
-        current = plan[0]
-        for segment in plan[1:]:
-            if segment.begin <= time + 1e-12:
-                current = segment
-        return current
+        return plan[max(bisect_right(self._begins[joint], time + 1e-12) - 1, 0)]
 
     def refresh(self, time: float) -> float:
         """Write the rows in force at `time` into the table; the next time a segment begins
         (inf: none)."""
         upcoming, row = math.inf, 0
         self._refreshed = time
-        for joint, plan in self._plans.items():
-            segment = self.segment(joint, time)
-            upcoming = min([upcoming, *(s.begin for s in plan if s.begin > time + 1e-12)])
-            self._write(row, joint, segment)
+        for joint, begins in self._begins.items():
+            following = bisect_right(begins, time + 1e-12)
+            upcoming = min(upcoming, begins[following]) if following < len(begins) else upcoming
+            self._write(row, joint, self.segment(joint, time))
             row += 1
         self._table[0] = row
         return upcoming
