@@ -9,7 +9,7 @@ import re
 import time
 
 from simulation_interfaces.msg import Result
-from simulation_interfaces.srv import StepSimulation
+from simulation_interfaces.srv import GetEntities, StepSimulation
 from std_srvs.srv import SetBool
 
 from test_node import node_env, nodes, peer, shared_peer, wait_for_output  # noqa: F401
@@ -81,4 +81,19 @@ def test_a_tick_is_bounded_whatever_the_pace(nodes, peer):
         assert response is not None and response.success
         assert peer.call(SetBool, "/mb_sim/pause", SetBool.Request(data=False), timeout=10.0).success
         peer.spin_for(0.5)
+    assert node.running(), node.output
+
+
+def test_a_catastrophic_entity_filter_is_answered(nodes, peer):
+    # ((.?){14}){14}X held Python's backtracking re for about 40 s, and the node's executor with it;
+    # the linear-time filter answers (within the call's 10 s: liveness) and the node goes on.
+    node = nodes.get()
+    request = GetEntities.Request()
+    request.filters.filter = "((.?){14}){14}X"
+    response = peer.call(GetEntities, "/mb_sim/get_entities", request, timeout=10.0)
+    assert response is not None and response.result.result == Result.RESULT_OK and response.entities == []
+    request.filters.filter = r"(\w)\1"  # a backreference: refused in one line, not matched
+    refused = peer.call(GetEntities, "/mb_sim/get_entities", request, timeout=10.0)
+    assert refused.result.result == Result.RESULT_OPERATION_FAILED
+    assert "a backreference is not supported" in refused.result.error_message, refused.result.error_message
     assert node.running(), node.output

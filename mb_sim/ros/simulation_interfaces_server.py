@@ -26,7 +26,8 @@ What a single-robot simulator offers (:data:`FEATURES` lists exactly this):
   lists top-level models, not links), CATEGORY_ROBOT; its state is its base link's (the child of a
   floating or planar joint out of the root link, else the root link) in ``world_frame``, twist in
   world axes, acceleration not reported (zero).  Filters: the name as a POSIX-like regular
-  expression matching the whole name (Python ``re.fullmatch``), categories; a tags filter matches
+  expression matching the whole name (``re.fullmatch``'s syntax and meaning, matched in linear time
+  by :mod:`mb_sim.session.name_filter`: no backreferences or lookaround), categories; a tags filter matches
   nothing (the robot has no tags); bounds are RESULT_FEATURE_UNSUPPORTED.  Setting the state works
   for a floating base (pose and twist; acceleration ignored); a fixed base is refused with
   RESULT_OPERATION_FAILED (the definition's code for moving a static object), a planar base with
@@ -37,7 +38,6 @@ Everything else (spawning, deleting, worlds, named poses, bounds, tags) is not o
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +60,7 @@ from mb_sim.model import FloatingJoint, PlanarJoint
 from mb_sim.model.base import symbol_name
 from mb_sim.ros.conversions import pose_matrix, quaternion, stamp, vector3
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
+from mb_sim.session.name_filter import NameFilter, NameFilterError
 from mb_sim.session.pacing import FAST_TICK_BUDGET
 from mb_sim.sim import SimulationError
 from mb_sim.sim.frames import base_twist_function
@@ -380,10 +381,9 @@ class SimulationInterfacesServer:
         if filters.bounds.type != Bounds.TYPE_EMPTY or len(filters.bounds.points):
             return result(Result.RESULT_FEATURE_UNSUPPORTED, "bounds filters are not supported"), []
         try:
-            name_matches = not filters.filter or re.fullmatch(filters.filter, self.entity) is not None
-        except re.error as err:
-            return result(Result.RESULT_OPERATION_FAILED, f"filter {filters.filter!r}: not a regular expression "
-                                                          f"({err})"), []
+            name_matches = not filters.filter or NameFilter(filters.filter).fullmatch(self.entity)
+        except NameFilterError as err:
+            return result(Result.RESULT_OPERATION_FAILED, str(err)), []
         categories = [c.category for c in filters.categories]
         category_matches = not categories or EntityCategory.CATEGORY_ROBOT in categories
         tags_match = not filters.tags.tags  # the robot has no tags
