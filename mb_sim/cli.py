@@ -219,10 +219,10 @@ def _check_names(robot: Robot, inputs: dict[str, float], initial: dict[str, floa
                  voltages: dict[str, float]) -> None:
     """Reject unknown joints in --input and --initial and unknown motors in --voltage before any
     code is generated."""
-    from mb_sim.model import DCMotor, JointEffort, symbol_name
+    from mb_sim.model import symbol_name
 
-    actuated = [j.name for j in robot.joints.values() if any(isinstance(g, JointEffort) for g in j.load_groups)]
-    motors = {g.name: j.name for j in robot.joints.values() for g in j.load_groups if isinstance(g, DCMotor)}
+    actuated = [i.name for i in robot.collect_inputs("effort")]
+    motors = {i.name: i.joint for i in robot.collect_inputs("voltage")}
     for name in inputs:
         if name not in actuated:
             problem = ("is driven by a motor: give its voltage with --voltage" if name in motors.values()

@@ -6,7 +6,8 @@ whose connections are joints; loads are load groups.  ``load_urdf`` builds one f
 from mb_sim.model.actuators import MOTOR_STATE, DCMotor
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.base import (
-    ComponentBase, ComponentError, ConnectionBase, ConstraintRow, LoadGroupBase, ModelBase, symbol_name,
+    INPUT_KINDS, ComponentBase, ComponentError, ConnectionBase, ConstraintRow, Input, LoadGroupBase, ModelBase,
+    symbol_name,
 )
 from mb_sim.model.builder import build_robot, load_urdf
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
@@ -25,7 +26,7 @@ from mb_sim.model.wheels import RollingWheel
 
 __all__ = [
     "AuxiliaryDataHandler", "DCMotor", "MOTOR_STATE", "RollingWheel", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
-    "ConstraintRow", "CoordinateConstraint", "FixedJoint", "FloatingJoint", "Gravity", "JointBase",
+    "ConstraintRow", "CoordinateConstraint", "INPUT_KINDS", "Input", "FixedJoint", "FloatingJoint", "Gravity", "JointBase",
     "JointDissipation", "JointEffort", "JointLimitStop", "JointSpring", "LoadGroupBase", "LoopJoint", "ModelBase",
     "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint", "RigidLink", "Robot", "SPRING_STATE",
     "SpringDamper", "SpringForceLaw", "build_robot", "component_class", "force_law", "link_poses", "load_urdf",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sympy import Expr, S
 
-from mb_sim.model.base import LoadGroupBase
+from mb_sim.model.base import Input, LoadGroupBase
 from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
 from mb_sim.model.parameters import dynamic_symbol, parameter
 from mb_sim.urdf import DCMotorDescription
@@ -73,6 +73,11 @@ class DCMotor(LoadGroupBase):
         friction = self.n ** 2 * self.b * speed
         self.system.add_loads(*self.parent.generalized_force_loads(self.torque - friction))
         self.state = [self.voltage, current, self.torque, speed]
+
+    def inputs(self) -> list[Input]:
+        """The voltage, addressed by the motor's name, clamped to its rated voltage."""
+        return [Input("voltage", self.voltage, self.name, self.parent.name,
+                      float(self.motor_description.voltage_limit), self)]
 
     def electrical_states(self) -> list[tuple[Expr, Expr, Expr]]:
         """``(state, rate, linear decay coefficient)``: ``di/dt = (V - R i - K n q') / L``, of which

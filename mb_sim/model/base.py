@@ -22,8 +22,12 @@ from sympy.physics.mechanics import System
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement, Requirement
 
-__all__ = ["ComponentBase", "ConnectionBase", "ConstraintRow", "LoadGroupBase", "ModelBase", "ComponentError",
-           "symbol_name"]
+__all__ = ["ComponentBase", "ConnectionBase", "ConstraintRow", "INPUT_KINDS", "Input", "LoadGroupBase", "ModelBase",
+           "ComponentError", "symbol_name"]
+
+#: The kinds of input a component can add (:meth:`ComponentBase.inputs`), in the order the
+#: equations of motion take them: commanded joint efforts [N m or N], motor voltages [V].
+INPUT_KINDS = ("effort", "voltage")
 
 
 def symbol_name(symbol: Basic) -> str:
@@ -33,6 +37,24 @@ def symbol_name(symbol: Basic) -> str:
 
 class ComponentError(TypeError):
     """A component was given something of the wrong type or was used out of order."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input a component adds: a commanded quantity of `kind` (one of :data:`INPUT_KINDS`),
+    the dynamic symbol `symbol` the equations take, addressed by `name` (a joint for efforts, a
+    motor for voltages) and acting on joint `joint`; commands are clamped to +-`limit` (inf: none)."""
+
+    kind: str
+    symbol: Basic
+    name: str
+    joint: str
+    limit: float
+    component: Any = None  # the component that adds it (a motor's states live there)
+
+    def __post_init__(self) -> None:
+        if self.kind not in INPUT_KINDS:
+            raise ComponentError(f"input {self.name!r}: unknown kind {self.kind!r} (kinds: {', '.join(INPUT_KINDS)})")
 
 
 @dataclass(frozen=True)
@@ -159,6 +181,11 @@ class ComponentBase:
         """Potential energy of the component's conservative forces (springs) [J]; gravity's is
         derived from the link kinematics instead."""
         return S.Zero
+
+    def inputs(self) -> list[Input]:
+        """The inputs the component adds (a joint's commanded effort, a motor's voltage): how the
+        simulator, its command topics and the CLI learn what can be commanded."""
+        return []
 
     def electrical_states(self) -> list[tuple[Basic, Basic, Basic]]:
         """States besides q and u the component adds (a motor's current): ``(state, rate, linear

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from sympy import Expr, Max, Min, Piecewise, Rational, S, tanh
 from sympy.physics.mechanics import Force, Vector
 
-from mb_sim.model.base import LoadGroupBase
+from mb_sim.model.base import Input, LoadGroupBase
 from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
 from mb_sim.model.parameters import dynamic_symbol, parameter
 from mb_sim.urdf.description import STANDARD_GRAVITY, JointSpringDescription
@@ -72,6 +72,11 @@ class JointEffort(LoadGroupBase):
 
     def _define_loads(self) -> None:
         self.system.add_loads(*self.parent.generalized_force_loads(self.effort))
+
+    def inputs(self) -> list[Input]:
+        """The effort, addressed by the joint's name, clamped to its URDF effort limit."""
+        joint = self.parent.name
+        return [Input("effort", self.effort, joint, joint, float(self.parent.joint_description.limit.effort), self)]
 
 
 class JointDissipation(LoadGroupBase):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sympy import Basic
 from sympy.physics.mechanics import Point, ReferenceFrame, System
 
-from mb_sim.model.base import ComponentBase, ComponentError, ConnectionBase, ModelBase, symbol_name
+from mb_sim.model.base import INPUT_KINDS, ComponentBase, ComponentError, ConnectionBase, Input, ModelBase, symbol_name
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
@@ -71,6 +71,15 @@ class Robot(ModelBase):
     def spring_dampers(self) -> dict[str, SpringDamper]:
         """Spring-dampers by name."""
         return self._others_of(SpringDamper)
+
+    def collect_inputs(self, kind: str | None = None) -> list[Input]:
+        """Every component's inputs (:meth:`ComponentBase.inputs`), or those of `kind`: by kind in
+        :data:`INPUT_KINDS` order, each kind in joint order (the order the equations take them)."""
+        order = {name: k for k, name in enumerate(self.joints)}
+        found = [i for component in self.walk() for i in component.inputs()]
+        _check_inputs(found, self.joints)
+        found = sorted(found, key=lambda i: (INPUT_KINDS.index(i.kind), order.get(i.joint, len(order))))
+        return [i for i in found if kind in (None, i.kind)]
 
     def submodels(self) -> tuple[ModelBase, ...]:
         return tuple(self._links.values())
@@ -175,3 +184,18 @@ def _describe_component(component: ComponentBase, indent: int) -> list[str]:
             lines.append(_symbol_line(symbol, description, values.get(symbol), indent + 1))
         lines += _describe_component(child, indent + 1)
     return lines
+
+
+def _check_inputs(inputs: list[Input], joints: dict) -> None:
+    """Inputs are addressed by name: an effort by its joint's (one per joint), a voltage by its
+    motor's (one per motor); each acts on a joint of the robot."""
+    owners: dict[tuple[str, str], Input] = {}
+    for i in inputs:
+        who = f"{type(i.component).__name__} {getattr(i.component, 'name', '?')!r}"
+        if i.joint not in joints or (i.kind == "effort" and i.name != i.joint):
+            raise ComponentError(f"{who}: its {i.kind} input {i.name!r} must act on a joint of the robot"
+                                 + (" and be named after it" if i.kind == "effort" else "") + f" (joint {i.joint!r})")
+        other = owners.setdefault((i.kind, i.name), i)
+        if other is not i:
+            raise ComponentError(f"{who}: {i.kind} {i.name!r} is already an input of "
+                                 f"{type(other.component).__name__} {getattr(other.component, 'name', '?')!r}")

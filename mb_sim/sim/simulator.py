@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
-from mb_sim.model import DCMotor, JointEffort, JointLimitStop, Robot, force_law, load_urdf, symbol_name
+from mb_sim.model import JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
@@ -119,16 +119,16 @@ class Simulator:
         self.coordinate_names = [symbol_name(q) for q in system.q]
         self.speed_names = [symbol_name(u) for u in system.u]
         self.parameter_names = [str(p) for p in self.robot.parameters]
-        self.actuated_joints = [j.name for j in self.robot.joints.values()
-                                if any(isinstance(g, JointEffort) for g in j.load_groups)]
+        efforts, voltages = self.robot.collect_inputs("effort"), self.robot.collect_inputs("voltage")
+        self.actuated_joints = [i.name for i in efforts]
         self._actuated_index = {name: k for k, name in enumerate(self.actuated_joints)}
-        self.effort_limits = np.array([self.robot.joints[n].joint_description.limit.effort for n in self.actuated_joints])
+        self.effort_limits = np.array([i.limit for i in efforts], dtype=float)
         self._default_effort_limits(default_effort_limit)
-        motors = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, DCMotor)]
-        self.motors = [m.name for m in motors]
-        self.motor_joints = {m.name: m.parent.name for m in motors}
-        self.voltage_limits = np.array([m.motor_description.voltage_limit for m in motors])
-        self.electrical_state_names = [symbol_name(m.current) for m in motors if m.inductive]
+        self.motors = [i.name for i in voltages]
+        self.motor_joints = {i.name: i.joint for i in voltages}
+        self.voltage_limits = np.array([i.limit for i in voltages], dtype=float)
+        self.electrical_state_names = [symbol_name(state) for component in self.robot.walk()
+                                       for state, _, _ in component.electrical_states()]
         self._one_dof = {j.name: (self.coordinate_names.index(symbol_name(j.q[0])), self.speed_names.index(symbol_name(j.u[0])))
                          for j in self.robot.joints.values() if len(j.q) == 1}
         self._angles = [k for j, (k, _) in self._one_dof.items()  # compared modulo 2 pi by assembly

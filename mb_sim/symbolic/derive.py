@@ -7,7 +7,7 @@ from typing import Callable
 from sympy import Matrix, zeros
 from sympy.physics.mechanics import dynamicsymbols
 
-from mb_sim.model import DCMotor, FloatingJoint, JointEffort, Robot
+from mb_sim.model import FloatingJoint, Robot
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import EquationsOfMotion
 from mb_sim.symbolic.kane import derive_kane
@@ -19,18 +19,17 @@ __all__ = ["derive_equations", "electrical_states", "joint_efforts", "motors", "
 
 def joint_efforts(robot: Robot) -> list:
     """The effort inputs of the robot, in joint order."""
-    return [group.effort for joint in robot.joints.values() for group in joint.load_groups
-            if isinstance(group, JointEffort)]
+    return [i.symbol for i in robot.collect_inputs("effort")]
 
 
-def motors(robot: Robot) -> list[DCMotor]:
-    """The robot's DC motors, in joint order."""
-    return [group for joint in robot.joints.values() for group in joint.load_groups if isinstance(group, DCMotor)]
+def motors(robot: Robot) -> list:
+    """The components taking the voltage inputs (DC motors), in joint order."""
+    return [i.component for i in robot.collect_inputs("voltage")]
 
 
 def robot_inputs(robot: Robot) -> list:
-    """Every input: the joint efforts, then the motor voltages (each in joint order)."""
-    return joint_efforts(robot) + [motor.voltage for motor in motors(robot)]
+    """Every input's symbol, in the order of :meth:`Robot.inputs` (efforts, then voltages)."""
+    return [i.symbol for i in robot.collect_inputs()]
 
 
 def electrical_states(robot: Robot) -> list[tuple]:
