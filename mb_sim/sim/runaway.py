@@ -7,17 +7,18 @@ the integrator (at most :data:`~mb_sim.sim.simulator.MAX_STEPS_PER_CALL` steps) 
 :class:`~mb_sim.sim.errors.SimulationError` naming the speed at fault, leaving the (finite)
 state where the runaway was found:
 
-**Speed bounds.**  Every generalized speed has a bound.  A one-DoF joint with a URDF velocity
-limit gets ``speed_limit_factor`` times it (default :data:`SPEED_LIMIT_FACTOR`, 100).  The physics
-does not enforce URDF velocity limits, and a URDF's limits are its motors' while its model leaves
-out their rotors and gears: arm6 falling freely from random states whips a wrist to up to 18 times
-its limit (19 times from one state in the tests, the same at a quarter of the time step: real
-motion of the model), so a factor of 10 would stop 6 % of such falls; with its damping, friction
-and stops switched off (a URDF without ``<dynamics>`` or limits) up to 110 times.  What a
-runaway reaches is orders of magnitude beyond (1e6 rad/s).  Joints without one
-(absent or ``velocity="0"``) and the speeds of planar and floating joints get a default by kind:
-:data:`ROTATIONAL_SPEED_BOUND` rad/s (about 10,000 rpm) for angular rates,
-:data:`TRANSLATIONAL_SPEED_BOUND` m/s for linear velocities.
+**Speed bounds.**  Every generalized speed has a bound, set by what the integration can
+resolve, not by the robot's hardware: a joint turning more than :data:`MAX_TURN_PER_STEP` (1 rad)
+in one step is beyond anything RK4 follows at that step (its stability ends at 2.8 rad per step
+for an oscillation), so angular rates are bounded by ``MAX_TURN_PER_STEP / dt`` (1,000 rad/s at
+1 ms) and linear velocities by that times the robot's size (its longest chain of joint offsets
+and centres of mass from the root, at least :data:`ROBOT_SIZE_FLOOR`): a point of the robot
+cannot move farther than that in a step while it turns less than a radian.  A URDF's velocity
+limits are its motors' controllers', which the physics does not enforce: real motion exceeds them
+(ARMAR-4's fingers reach 206 rad/s falling freely, as Pinocchio's trajectory does too; a lift in
+free fall passes 9.81 m/s after a second), so they bound nothing by default; ``speed_limit_factor`` makes a one-DoF joint's bound that many times its URDF limit
+(the smaller of the two) for a robot whose limits are physical.  What a runaway reaches is far
+beyond either (it grows by orders of magnitude per step).
 
 **Energy without input power.**  While nothing feeds power in (all efforts and voltages zero, no
 joint servo acting, no user force law, no spring-damper with a velocity offset, no component the
@@ -55,16 +56,15 @@ from mb_sim.model import (
 from mb_sim.sim.errors import SimulationError
 
 __all__ = [
-    "ENERGY_CHECK_STEPS", "ENERGY_FLOOR", "ENERGY_TOLERANCE", "ROTATIONAL_SPEED_BOUND", "RunawayWatch",
-    "SPEED_LIMIT_FACTOR", "SpeedBound", "TRANSLATIONAL_SPEED_BOUND", "speed_bounds",
+    "ENERGY_CHECK_STEPS", "ENERGY_FLOOR", "ENERGY_TOLERANCE", "MAX_TURN_PER_STEP", "ROBOT_SIZE_FLOOR",
+    "RunawayWatch", "SpeedBound", "resolution_bounds", "robot_size", "speed_bounds",
 ]
 
-#: Default speed bound of an angular rate without a URDF velocity limit [rad/s] (about 10,000 rpm).
-ROTATIONAL_SPEED_BOUND = 1e3
-#: Default speed bound of a linear velocity without a URDF velocity limit [m/s].
-TRANSLATIONAL_SPEED_BOUND = 1e3
-#: A speed bound is this many times the joint's URDF velocity limit (see the module docstring).
-SPEED_LIMIT_FACTOR = 100.0
+#: The most a joint may turn in one step [rad] before the motion is beyond what the integration
+#: resolves: angular rates are bounded by MAX_TURN_PER_STEP / dt (see the module docstring).
+MAX_TURN_PER_STEP = 1.0
+#: The robot size [m] below which linear velocities are bounded as for this size.
+ROBOT_SIZE_FLOOR = 0.1
 #: The energy may rise by this fraction of its scale (numerical error of a stable integration
 #: is orders of magnitude below it; an unstable one multiplies the energy every step).
 ENERGY_TOLERANCE = 1e-3
@@ -92,24 +92,46 @@ class SpeedBound:
     origin: str
 
 
-def speed_bounds(robot: Robot, factor: float, defaults: tuple[float, float]) -> list[SpeedBound]:
-    """The bound of every generalized speed of `robot`, in the order of ``robot.system.u``.
+def robot_size(robot: Robot) -> float:
+    """The robot's size [m]: its longest chain of joint offsets from the root plus the centre of
+    mass of the chain's last link (at least ROBOT_SIZE_FLOOR)."""
+    reach = {robot.root_link.name: 0.0}
+    pending = [j.joint_description for j in robot.joints.values()]
+    while pending:  # joints in any order: place each once its parent link is placed
+        placed = [j for j in pending if j.parent in reach]
+        if not placed:
+            break
+        for joint in placed:
+            reach[joint.child] = reach[joint.parent] + float(np.linalg.norm(joint.origin_xyz))
+        pending = [j for j in pending if j.parent not in reach]
+    size = 0.0
+    for name, distance in reach.items():
+        inertial = robot.links[name].link_description.inertial if name in robot.links else None
+        size = max(size, distance + (float(np.linalg.norm(inertial.com)) if inertial is not None else 0.0))
+    return max(size, ROBOT_SIZE_FLOOR)
 
-    One-DoF joints with a URDF velocity limit get `factor` times it; other speeds `defaults`
-    (rotational rad/s, translational m/s) by the unit of the speed.
-    """
+
+def resolution_bounds(robot: Robot, dt: float) -> tuple[float, float]:
+    """The default bounds at step `dt`: angular rates [rad/s], linear velocities [m/s]."""
+    rotational = MAX_TURN_PER_STEP / dt
+    return rotational, rotational * robot_size(robot)
+
+
+def speed_bounds(robot: Robot, defaults: tuple[float, float], factor: float | None = None) -> list[SpeedBound]:
+    """The bound of every generalized speed of `robot`, in the order of ``robot.system.u``:
+    `defaults` (rotational rad/s, translational m/s, e.g. :func:`resolution_bounds`) by the unit
+    of the speed; with `factor`, a one-DoF joint with a URDF velocity limit gets the smaller of
+    its default and `factor` times that limit."""
     by_speed = {}
     for joint in robot.joints.values():
         limit = joint.joint_description.limit.velocity
         for symbol, (_, _, unit) in zip(joint.u, joint.speeds):
             rotational = unit == "rad/s"
-            if len(joint.u) == 1 and math.isfinite(limit) and limit > 0:
+            bound = defaults[0] if rotational else defaults[1]
+            origin = (f"{MAX_TURN_PER_STEP:g} rad per step" + ("" if rotational else " times the robot's size")
+                      + ": beyond what the integration resolves")
+            if factor and len(joint.u) == 1 and math.isfinite(limit) and 0 < factor * limit < bound:
                 bound, origin = factor * limit, f"{factor:g} x its URDF velocity limit {limit:g} {unit}"
-            else:
-                bound = defaults[0] if rotational else defaults[1]
-                kind = joint.joint_description.type
-                why = "no velocity limit in the URDF" if len(joint.u) == 1 else f"a {kind} joint"
-                origin = f"{why}: default bound for {'rotational' if rotational else 'translational'} speeds"
             by_speed[symbol] = SpeedBound(symbol_name(symbol), joint.name, float(bound), unit, origin)
     return [by_speed[u] for u in robot.system.u]
 
@@ -286,8 +308,9 @@ class RunawayWatch:
         then = f"; then {then}" if then else ""
         return SimulationError(
             f"runaway: {which} {speed:.3g} {s.unit} exceeds its bound {s.bound:.3g} {s.unit} ({s.origin}){others}; "
-            "no robot moves like that: look for a very light link or a huge effort (or raise the bound: "
-            f"speed_limit_factor, default_speed_bounds){then}", time, s.speed)
+            "the integration has left the physics: look for a very light link, a damping or friction too stiff "
+            f"for dt, or a huge effort (a smaller dt resolves faster motion; default_speed_bounds sets the bounds){then}",
+            time, s.speed)
 
     def _energy_runaway(self, time: float, energy: float, tolerance: float) -> SimulationError:
         """The error for an energy that rose to `energy` at `time`, naming the speed holding the

@@ -23,7 +23,7 @@ from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, SimulationError
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.runaway import (
-    ROTATIONAL_SPEED_BOUND, SPEED_LIMIT_FACTOR, TRANSLATIONAL_SPEED_BOUND, RunawayWatch, speed_bounds,
+    RunawayWatch, resolution_bounds, speed_bounds,
 )
 from mb_sim.symbolic.constraints import independent_rows
 from mb_sim.sim.outputs import (
@@ -79,9 +79,11 @@ class Simulator:
         :class:`~mb_sim.sim.errors.EffortLimitWarning` lists those joints, but for passive ones
         (joints the constraints drive: their coordinates are ``dependent_coordinates``).
     speed_limit_factor, default_speed_bounds
-        Runaway speed bounds (see :mod:`mb_sim.sim.runaway`): `speed_limit_factor` times a joint's
-        URDF velocity limit, else ``default_speed_bounds`` (rotational rad/s, translational m/s);
-        ``speed_limit_factor`` 0 or None: no speed check.  ``speed_bounds`` lists them.
+        Runaway speed bounds (see :mod:`mb_sim.sim.runaway`): ``default_speed_bounds``
+        (rotational rad/s, translational m/s; None: what the step resolves,
+        :func:`~mb_sim.sim.runaway.resolution_bounds`), or for a one-DoF joint `speed_limit_factor`
+        times its URDF velocity limit where that is smaller (None: URDF limits bound nothing;
+        0: no speed check).  ``speed_bounds`` lists them.
     check_energy
         Whether an energy rising while no power is put in stops the simulation as a runaway.
     servo_frequency, servo_feed_forward
@@ -100,8 +102,8 @@ class Simulator:
     def __init__(self, robot: Robot | str | os.PathLike, *, dt: float = 1e-3, integrator: str = "rk4",
                  backend: str = "c", cache_dir: str | os.PathLike | None = None,
                  progress: Callable[[str], None] | None = None, rtol: float = 1e-10, atol: float = 1e-10,
-                 default_effort_limit: float | None = None, speed_limit_factor: float | None = SPEED_LIMIT_FACTOR,
-                 default_speed_bounds: tuple[float, float] = (ROTATIONAL_SPEED_BOUND, TRANSLATIONAL_SPEED_BOUND),
+                 default_effort_limit: float | None = None, speed_limit_factor: float | None = None,
+                 default_speed_bounds: tuple[float, float] | None = None,
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
                  servo_feed_forward: bool = True, initial_positions: Mapping[str, float] | None = None) -> None:
         if integrator not in INTEGRATORS:
@@ -136,8 +138,8 @@ class Simulator:
         self._kinematics = ConstraintKinematics(self.model, self.model.constraint_labels)
         self._released: set[str] = set()  # constraints disabled by the user
         self._connect_force_laws()
-        bounds = (speed_bounds(self.robot, float(speed_limit_factor), tuple(default_speed_bounds))
-                  if speed_limit_factor else [])
+        defaults = resolution_bounds(self.robot, dt) if default_speed_bounds is None else tuple(default_speed_bounds)
+        bounds = speed_bounds(self.robot, defaults, speed_limit_factor) if speed_limit_factor != 0 else []
         self.runaway = RunawayWatch(self.robot, self.model, self.parameter_names, self.speed_names,
                                      self.electrical_state_names, bounds, check_energy)
         self.time = 0.0
@@ -912,13 +914,15 @@ def _spring_states(names: list[str], rows: np.ndarray) -> dict[str, SpringState]
 
 
 def _check_runaway_options(default_effort_limit: float | None, speed_limit_factor: float | None,
-                           default_speed_bounds: tuple[float, float]) -> None:
+                           default_speed_bounds: tuple[float, float] | None) -> None:
     """ValueError naming the option unless each is a positive number (or None where allowed)."""
     if default_effort_limit is not None and not (math.isfinite(default_effort_limit) and default_effort_limit > 0):
         raise ValueError(f"default_effort_limit must be a positive finite number or None, got {default_effort_limit}")
     if speed_limit_factor is not None and not (math.isfinite(speed_limit_factor) and speed_limit_factor >= 0):
-        raise ValueError(f"speed_limit_factor must be a positive finite number (0 or None: no speed check), "
-                         f"got {speed_limit_factor}")
+        raise ValueError(f"speed_limit_factor must be a positive finite number (None: URDF velocity limits bound "
+                         f"nothing; 0: no speed check), got {speed_limit_factor}")
+    if default_speed_bounds is None:
+        return
     bounds = tuple(default_speed_bounds)
     if len(bounds) != 2 or not all(b > 0 for b in bounds):  # (inf: unbounded; NaN fails the test)
         raise ValueError(f"default_speed_bounds must be two positive numbers (rotational rad/s, translational "
