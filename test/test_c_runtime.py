@@ -22,21 +22,24 @@ FLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-pedantic", "-Werror"]
 # Output blocks the runtime reads: offsets of a toy layout (values only need to be in range).
 BLOCKS = ("MASS_MATRIX", "FORCING", "QDOT", "ELECTRICAL_RATES", "ELECTRICAL_DECAY", "SPRING_LENGTHS",
           "CONSTRAINT_MATRIX", "ACCELERATION_BIAS", "CONSTRAINT_BIAS", "PHI", "KINEMATIC_MAP")
-FEATURES = ("CONSTRAINTS", "HOLONOMIC", "ELECTRICAL_STATES", "SPRINGS", "FORCE_LAW", "QUATERNIONS")
+FEATURES = ("CONSTRAINTS", "HOLONOMIC", "ELECTRICAL_STATES", "SPRINGS", "FORCE_LAW", "QUATERNIONS", "DISSIPATION")
 
 
 def toy_header(on: bool) -> str:
     """The macros of a toy model with 7 coordinates (a quaternion), 6 speeds, 2 motor currents,
-    2 constraints (1 holonomic), 1 spring; or of a 2-DoF model without any optional part."""
+    2 constraints (1 holonomic), 1 spring, 2 damped joints; or of a 2-DoF model without any optional part."""
     dims = dict(N_Q=7, N_U=6, N_Z=2, N_INPUTS=3, N_PARAMS=5, N_CONSTRAINTS=2, N_HOLONOMIC=1, N_SPRINGS=1,
-                N_QUATERNIONS=1, N_POSITION_SPEEDS=6) if on else \
+                N_QUATERNIONS=1, N_POSITION_SPEEDS=6, N_DISSIPATION=2) if on else \
         dict(N_Q=2, N_U=2, N_Z=0, N_INPUTS=2, N_PARAMS=3, N_CONSTRAINTS=0, N_HOLONOMIC=0, N_SPRINGS=0,
-             N_QUATERNIONS=0, N_POSITION_SPEEDS=0)
+             N_QUATERNIONS=0, N_POSITION_SPEEDS=0, N_DISSIPATION=0)
     lines = ["#define MB_SEPARATE_COMPILATION 1"]
     lines += [f"#define MB_{k} {v}" for k, v in dims.items()]
     lines += ["#define MB_N_STATE (MB_N_Q + MB_N_U + MB_N_Z)", "#define MB_SPRING_MIN_LENGTH 1e-09",
               "#define MB_N_OUT 400", "#define MB_N_BLOCKS 11", "#define MB_PROJECTION_TOLERANCE 1e-12",
-              "#define MB_PROJECTION_ITERATIONS 20", "#define MB_DEPENDENT_PIVOT 1e-10", "#define MB_SERVO_WIDTH 23", "#define MB_LEN_CHAIN 15"]
+              "#define MB_PROJECTION_ITERATIONS 20", "#define MB_DEPENDENT_PIVOT 1e-10", "#define MB_SERVO_WIDTH 23", "#define MB_LEN_CHAIN 15",
+              "#define MB_DISSIPATION_WIDTH 4", "#define MB_DISSIPATION_ITERATIONS 30",
+              "#define MB_DISSIPATION_TOLERANCE 1e-13", "#define MB_DISSIPATION_STIFF 1.0",
+              "#define MB_DISSIPATION_NEWTON_REGION 1e-10"]
     lines += [f"#define MB_OFFSET_{name} {30 * i}" for i, name in enumerate(BLOCKS)]
     lines += [f"#define MB_HAS_{name} {int(on)}" for name in FEATURES]
     return "\n".join(lines) + "\n"

@@ -63,6 +63,7 @@ from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLa
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
 from mb_sim.codegen.projection import DEPENDENT_PIVOT, PROJECTION_ITERATIONS, PROJECTION_TOLERANCE, Projection
+from mb_sim.codegen.dissipation import DISSIPATION_WIDTH, MAX_ITERATIONS, NEWTON_REGION, STIFF_RATE_DT, TOLERANCE
 from mb_sim.codegen.servo import SERVO_WIDTH
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
@@ -70,7 +71,7 @@ __all__ = ["GENERATOR_VERSION", "RUNTIME_HEADER", "RUNTIME_SOURCES", "generate_c
            "runtime_directory", "runtime_files"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "13"
+GENERATOR_VERSION = "14"
 
 #: The hand-written runtime, real C files shipped with the package (setup.py package_data): the
 #: header the generated part includes first, and the sources it includes after its functions.
@@ -181,13 +182,17 @@ def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection
         n_inputs=len(eom.inputs), n_params=len(eom.parameters), n_c=eom.n_constraints,
         n_h=eom.n_holonomic, n_springs=len(eom.spring_names), spring_min=repr(SPRING_MIN_LENGTH),
         n_out=layout.size, n_blocks=len(blocks), servo_width=SERVO_WIDTH,
+        n_dissipation=len(eom.dissipation_rows) // DISSIPATION_WIDTH,
+        dissipation_width=DISSIPATION_WIDTH, dissipation_iterations=MAX_ITERATIONS,
+        dissipation_tolerance=repr(TOLERANCE), dissipation_stiff=repr(STIFF_RATE_DT),
+        dissipation_newton_region=repr(NEWTON_REGION),
         n_quaternions=len(projection.quaternion_starts), n_position_speeds=len(projection.correction_speeds),
         len_chain=max(len(chains), 1), features=_features(eom, projection),
         offset_list=", ".join(str(b.offset) for b in blocks) + f", {layout.size}",
         rows=", ".join(str(b.shape[0]) for b in blocks),
         cols=", ".join(str(b.shape[1]) for b in blocks),
         chain_starts=", ".join(map(str, starts)), chains=", ".join(map(str, chains)) or "0",
-        projection_tables=_projection_tables(projection),
+        projection_tables=_projection_tables(projection) + _dissipation_table(eom.dissipation_rows),
         quaternions=_index_list(projection.quaternion_starts),
         position_speeds=_index_list(projection.correction_speeds),
         tolerance=repr(PROJECTION_TOLERANCE), iterations=PROJECTION_ITERATIONS,
@@ -198,7 +203,7 @@ def _features(eom: EquationsOfMotion, projection: Projection) -> str:
     """The runtime's feature flags (0 or 1): which optional parts the model compiles in."""
     flags = {"CONSTRAINTS": eom.n_constraints, "HOLONOMIC": eom.n_holonomic, "ELECTRICAL_STATES": eom.n_z,
              "SPRINGS": len(eom.spring_names), "FORCE_LAW": len(eom.force_laws),
-             "QUATERNIONS": len(projection.quaternion_starts)}
+             "QUATERNIONS": len(projection.quaternion_starts), "DISSIPATION": len(eom.dissipation_rows)}
     return "".join(f"#define MB_HAS_{name} {int(bool(value))}\n" for name, value in flags.items())
 
 
@@ -225,6 +230,15 @@ def _projection_tables(projection: Projection) -> str:
         tables.append("static const int mb_position_speeds[MB_N_POSITION_SPEEDS] = "
                       f"{{{_index_list(projection.correction_speeds)}}};\n")
     return "".join(tables)
+
+
+def _dissipation_table(rows: list[int]) -> str:
+    """mb_dissipation: per joint with damping or friction, its speed and the parameter indices of
+    d, f, v_s (-1: zero), the rows RK4 may take implicitly (mb_sim.codegen.dissipation)."""
+    if not rows:
+        return ""
+    return ("/* Joints with damping or friction: speed, parameter indices of d, f, v_s (-1: zero). */\n"
+            f"static const int mb_dissipation[MB_N_DISSIPATION * MB_DISSIPATION_WIDTH] = {{{_index_list(rows)}}};\n")
 
 
 def _index_list(indices: tuple[int, ...]) -> str:
@@ -289,6 +303,12 @@ $table
 #define MB_PROJECTION_ITERATIONS $iterations
 #define MB_DEPENDENT_PIVOT $dependent_pivot
 #define MB_SERVO_WIDTH $servo_width
+#define MB_N_DISSIPATION $n_dissipation
+#define MB_DISSIPATION_WIDTH $dissipation_width
+#define MB_DISSIPATION_ITERATIONS $dissipation_iterations
+#define MB_DISSIPATION_TOLERANCE $dissipation_tolerance
+#define MB_DISSIPATION_STIFF $dissipation_stiff
+#define MB_DISSIPATION_NEWTON_REGION $dissipation_newton_region
 #define MB_N_QUATERNIONS $n_quaternions
 #define MB_N_POSITION_SPEEDS $n_position_speeds
 #define MB_LEN_CHAIN $len_chain

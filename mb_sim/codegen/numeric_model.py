@@ -17,6 +17,7 @@ import numpy as np
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.layout import OutputLayout
 from mb_sim.codegen.projection import Projection
+from mb_sim.codegen.dissipation import DISSIPATION_WIDTH
 from mb_sim.codegen.servo import servo_table
 from mb_sim.symbolic.equations import EquationsOfMotion
 
@@ -77,6 +78,9 @@ class NumericModel(ABC):
         The configurations redundancy was judged at (the assembled one first).
     spring_names, force_laws
         The spring-dampers (rows of the spring outputs); per user-law spring, ``(spring, law)``.
+    dissipation_rows
+        Per joint with damping or friction, its speed and parameter indices (an ``(n, 4)`` int
+        array, see :mod:`~mb_sim.codegen.dissipation`): what RK4 takes implicitly where stiff.
     force_law_error
         ``(index, exception)`` of the last failed force-law call (the call then returned NaN, so
         the integrator stops with a non-finite state), or None.
@@ -105,6 +109,7 @@ class NumericModel(ABC):
         self.dependent_coordinates = list(eom.dependent_coordinates)
         self.generic_configurations = [np.array(c, dtype=float) for c in eom.generic_configurations]
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
+        self.dissipation_rows = np.array(eom.dissipation_rows, dtype=int).reshape(-1, DISSIPATION_WIDTH)
         self._force_law: ForceLawCallback | None = None
         self.force_law_error: tuple[int, Exception] | None = None
         if len(self.constraint_names) != self.n_constraints:

@@ -12,6 +12,7 @@ from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import StraightLineProgram, straight_line_program
 from mb_sim.codegen.projection import project_state, solve_gram
+from mb_sim.codegen.dissipation import resistance, resistance_estimate, stiff_rows
 from mb_sim.codegen.servo import apply_servos
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
@@ -95,9 +96,14 @@ class NumpyModel(NumericModel):
         """One step from `x` at `t` (ETDRK4 with decay rates `decay`: classic RK4 where they are
         zero, as in C), checked and projected at `t_end`: ``(status, x')``."""
         e, e2, half, f1, f2, f3 = coefficients
+        stiff = None  # the dissipation rows stiff at this step and their resistances (a non-finite x: k1 says so)
+        if len(self.dissipation_rows) and np.isfinite(x).all():
+            stiff = self._resistance_estimate(x, t, dt)
+            if stiff is None:
+                return 1, None
         stage, rates = x, []
         for k, fraction in enumerate((0.0, 0.5, 0.5, 1.0)):
-            status, xdot = self._state_derivative(stage, t + fraction * dt)
+            status, xdot = self._state_derivative(stage, t + fraction * dt, stiff)
             if status:
                 return status, None
             rates.append(xdot - decay * stage)  # the rates without their linear part
@@ -110,12 +116,34 @@ class NumpyModel(NumericModel):
         x_end = e * x + f1 * rates[0] + 2.0 * f2 * (rates[1] + rates[2]) + f3 * rates[3]
         return self._finish_step(x_end, t_end), x_end
 
-    def _state_derivative(self, x: np.ndarray, t: float) -> tuple[int, np.ndarray]:
-        """``(status, [q'; u'; z'])`` at the state `x` = [q; u; z]."""
+    def _resistance_estimate(self, x: np.ndarray, t: float, dt: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """The dissipation rows stiff at the step from `x` and their resistances over it (as
+        ``mb_first_stage``); None if ``M + h K`` is singular."""
+        b, view = self.buffers, self.layout.view
+        n_q, n = self.n_q, self.n_q + self.n_u
+        self._forces(x[:n_q], x[n_q:n], x[n:], t)
+        try:
+            rows = self.dissipation_rows[stiff_rows(self.dissipation_rows, b.params, x[n_q:n], dt,
+                                                    view(b.out, "mass_matrix"))]
+        except np.linalg.LinAlgError:
+            return None
+        if not len(rows):
+            return rows, np.zeros(0)
+        self._forces(x[:n_q], x[n_q:n], x[n:], t, stiff=(rows, np.zeros(len(rows))))
+        rstar = resistance_estimate(rows, b.params, x[n_q:n], dt, view(b.out, "mass_matrix").copy(),
+                                    view(b.out, "forcing")[:, 0].copy(), view(b.out, "constraint_matrix").copy(),
+                                    b.enabled)
+        return None if rstar is None else (rows, rstar)
+
+    def _state_derivative(self, x: np.ndarray, t: float,
+                          stiff: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, np.ndarray]:
+        """``(status, [q'; u'; z'])`` at the state `x` = [q; u; z] (`stiff` dissipation rows putting up their r*)."""
         n_q, n = self.n_q, self.n_q + self.n_u
         xdot = np.empty_like(x)
+        if not np.isfinite(x).all():
+            return 3, xdot
         status = self._forward_dynamics(x[:n_q], x[n_q:n], x[n:], t, xdot[:n_q], xdot[n_q:n], xdot[n:],
-                                        np.empty(self.n_constraints))
+                                        np.empty(self.n_constraints), stiff=stiff)
         return status, xdot
 
     def _finish_step(self, x: np.ndarray, t: float) -> int:
@@ -139,16 +167,29 @@ class NumpyModel(NumericModel):
 
         return project_state(self.projection, q, u, constraints, b.enabled)
 
-    def _forward_dynamics(self, q, u, z, t: float, qdot: np.ndarray, udot: np.ndarray, zdot: np.ndarray,
-                          lam: np.ndarray, applied: np.ndarray | None = None) -> int:
-        """q', u', z' into `qdot`, `udot`, `zdot`, the multipliers into `lam` (the servos' efforts
-        applied, into `applied` if given); 0, or the C failure code."""
+    def _forces(self, q, u, z, t: float, applied: np.ndarray | None = None,
+                stiff: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """The dynamics outputs into ``buffers.out`` with F as the integrator takes it (as the C
+        runtime): `stiff` = (rows, r*) put up r* in place of their damping and friction; then the
+        servos' efforts."""
         b, view = self.buffers, self.layout.view
         b.out[self._dynamics_index] = self._dynamics(q, u, z, b.inputs, b.params, t)
+        if stiff is not None and len(stiff[0]):  # F holds -r(u)
+            speeds, r, _, _ = resistance(stiff[0], b.params, u)
+            np.add.at(view(b.out, "forcing")[:, 0], speeds, r - stiff[1])
         if applied is not None:
             applied[:] = b.inputs
         if b.servo[0] > 0:
             apply_servos(b.servo, q, u, b.inputs, t, view(b.out, "mass_matrix"), view(b.out, "forcing")[:, 0], applied)
+
+    def _forward_dynamics(self, q, u, z, t: float, qdot: np.ndarray, udot: np.ndarray, zdot: np.ndarray,
+                          lam: np.ndarray, applied: np.ndarray | None = None,
+                          stiff: tuple[np.ndarray, np.ndarray] | None = None) -> int:
+        """q', u', z' into `qdot`, `udot`, `zdot`, the multipliers into `lam` (the servos' efforts
+        applied, into `applied` if given; with `stiff` = (rows, r*), those dissipation rows
+        putting up r*, as in RK4's stages); 0, or the C failure code."""
+        b, view = self.buffers, self.layout.view
+        self._forces(q, u, z, t, applied, stiff)
         if not np.all(view(b.out, "spring_lengths") > SPRING_MIN_LENGTH):
             return 5
         qdot[:] = view(b.out, "qdot")[:, 0]

@@ -33,7 +33,7 @@ from mb_sim.urdf.size import check_model_size
 __all__ = ["load_numeric_model"]
 
 # The index lists of EquationsOfMotion the header carries.
-_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", "projection_speeds",
+_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", "projection_speeds", "dissipation_rows",
                 "quaternion_starts")
 # ... and its name lists.
 _NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names", "motor_names")

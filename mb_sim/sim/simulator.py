@@ -19,6 +19,7 @@ from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_nume
 from mb_sim.model import JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
+from mb_sim.sim.stiff_dissipation import stiff_joints
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, SimulationError
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
@@ -582,6 +583,16 @@ class Simulator:
                 raise ValueError(f"unknown parameter {name!r}")
             params[self.parameter_names.index(name)] = float(value)
         self.runaway.restart()
+
+    def stiff_joints(self) -> dict[str, float]:
+        """Joints whose damping or friction is too stiff for explicit RK4 at dt (joint -> largest
+        decay rate times dt): the RK4 integrator takes their dissipation implicitly where it is
+        stiff (:mod:`mb_sim.codegen.dissipation`); empty for the adaptive integrators."""
+        rows = self.model.dissipation_rows
+        if self.integrator != "rk4" or not len(rows):
+            return {}
+        joints = {s: j for j, (_, s) in self._one_dof.items()}
+        return stiff_joints(rows, joints, self.model.buffers.params, self._smallest_effective_inertia(), self.dt)
 
     def parameter(self, name: str) -> float:
         """Current value of a parameter."""

@@ -7,7 +7,7 @@ from typing import Callable
 from sympy import Matrix, zeros
 from sympy.physics.mechanics import dynamicsymbols
 
-from mb_sim.model import FloatingJoint, Robot
+from mb_sim.model import FloatingJoint, JointDissipation, Robot
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import EquationsOfMotion
 from mb_sim.symbolic.kane import derive_kane
@@ -101,4 +101,18 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         generic_configurations=constraints.generic_configurations, spring_names=[s.name for s in springs],
         motor_names=[m.name for m in motors(robot)],
         force_laws=[(s.name, s.spring_description.law) for s in springs if s.law_index is not None],
+        dissipation_rows=dissipation_rows(robot),
     )
+
+
+def dissipation_rows(robot: Robot) -> list[int]:
+    """Per one-DoF joint with URDF damping or friction: its speed's index and the parameter
+    indices of its damping, friction and friction speed (-1: an exact zero), flattened: the
+    rows RK4 may take implicitly where they are stiff (mb_sim.codegen.dissipation)."""
+    speeds, parameters = list(robot.system.u), {p: k for k, p in enumerate(robot.parameters)}
+    rows = []
+    for joint in robot.joints.values():
+        for group in joint.load_groups:
+            if isinstance(group, JointDissipation) and len(joint.u) == 1:
+                rows += [speeds.index(joint.u[0]), *(parameters.get(p, -1) for p in (group.d, group.f, group.v_s))]
+    return rows

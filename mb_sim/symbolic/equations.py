@@ -123,6 +123,7 @@ class EquationsOfMotion:
     motor_names: list[str] = field(default_factory=list)
     constraint_independent: list[bool] = field(default_factory=list)
     generic_configurations: list[list[float]] = field(default_factory=list)
+    dissipation_rows: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if "kinematic_map" not in self.outputs and "qdot" in self.outputs:

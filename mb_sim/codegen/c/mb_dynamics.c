@@ -93,26 +93,69 @@ static void mb_servo(const double *q, const double *u, const double *inputs, dou
     }
 }
 
-/* q', u' and z' at (q, u, z, t); with constraints also the multipliers lam of
- * [M A^T; A 0][u'; lam] = [F; -c] over the enabled rows (disabled rows get lam = 0), so the
- * generalized constraint forces are -A^T lam (lam is untouched without constraints).  With a servo
- * table (NULL: none) the servos' efforts replace their joints' effort inputs in F, and each
- * input's applied effort goes into applied[MB_N_INPUTS] (unless NULL).  Returns 0, 1 if M is not
- * positive definite, 2 if A M^-1 A^T is not finite (a row dependent on
- * the others here gets lam = 0, see mb_cholesky), 5 if a spring-damper is shorter than
- * MB_SPRING_MIN_LENGTH. */
-MB_INTERNAL int mb_solve_dynamics(const double *q, const double *u, const double *z, const double *inputs,
-    const double *params, double t, double *qdot, double *udot, double *zdot,
-                             double *lam, const double *enabled, const double *servo,
-                             double *applied)
+#if MB_HAS_DISSIPATION
+/* The coefficients d, f, v_s of row k of mb_dissipation (see mb_sim.codegen.dissipation: speed,
+ * then the parameter indices of d, f, v_s, -1 for zero); whether it has friction. */
+static int mb_dissipation_row(int k, const double *params, double *d, double *f, double *v)
 {
-    double out[MB_N_OUT];
-    double *l = out + MB_OFFSET_MASS_MATRIX;  /* factorized in place */
-    mb_dynamics(q, u, z, inputs, params, t, out);
-    if (applied != NULL)
-        memcpy(applied, inputs, sizeof(double) * MB_N_INPUTS);
-    if (servo != NULL && servo[0] > 0.0)
-        mb_servo(q, u, inputs, t, servo, out, applied);
+    const int *row = mb_dissipation + k * MB_DISSIPATION_WIDTH;
+    *d = row[1] >= 0 ? params[row[1]] : 0.0;
+    *f = row[2] >= 0 ? params[row[2]] : 0.0;
+    *v = row[3] >= 0 ? params[row[3]] : 0.0;
+    return *f != 0.0 && *v > 0.0;
+}
+
+/* Row k's resistance r = d w + f tanh(w / v_s) at speed w and its slope dr/dw. */
+static void mb_resistance(int k, const double *params, double w, double *r, double *slope)
+{
+    double d, f, v;
+    const int friction = mb_dissipation_row(k, params, &d, &f, &v);
+    *r = d * w;
+    *slope = d;
+    if (friction) {
+        const double th = tanh(w / v);
+        *r += f * th;
+        *slope += f / v * (1.0 - th * th);
+    }
+}
+
+/* Row k's potential rho = d w^2 / 2 + f v_s log cosh(w / v_s) (rho' = r), without overflow. */
+static double mb_resistance_potential(int k, const double *params, double w)
+{
+    double d, f, v;
+    const int friction = mb_dissipation_row(k, params, &d, &f, &v);
+    double rho = 0.5 * d * w * w;
+    if (friction) {
+        const double ax = fabs(w / v);
+        rho += f * v * (ax + log1p(exp(-2.0 * ax)) - 0.69314718055994530942);
+    }
+    return rho;
+}
+
+/* In F (out), the rows of mb_dissipation flagged in stiff put up rstar in place of their
+ * damping and friction (F holds -r(u) for them); stiff NULL: none. */
+static void mb_replace_resistance(const double *u, const double *params, const int *stiff,
+                                  const double *rstar, double *out)
+{
+    for (int k = 0; stiff != NULL && k < MB_N_DISSIPATION; ++k)
+        if (stiff[k]) {
+            double r, slope;
+            mb_resistance(k, params, u[mb_dissipation[k * MB_DISSIPATION_WIDTH]], &r, &slope);
+            out[MB_OFFSET_FORCING + mb_dissipation[k * MB_DISSIPATION_WIDTH]] += r - rstar[k];
+        }
+}
+#endif
+
+/* From out, the dynamics outputs with F as it is to be taken: q', u' and z', with constraints
+ * also the multipliers lam of [M A^T; A 0][u'; lam] = [F; -c] over the enabled rows (disabled
+ * rows get lam = 0), so the generalized constraint forces are -A^T lam (lam is untouched without
+ * constraints); M is factorized in place.  Returns 0, 1 if M is not positive definite, 2 if
+ * A M^-1 A^T is not finite (a row dependent on the others here gets lam = 0, see mb_cholesky),
+ * 5 if a spring-damper is shorter than MB_SPRING_MIN_LENGTH. */
+static int mb_solve_out(double *out, double *qdot, double *udot, double *zdot, double *lam,
+                        const double *enabled)
+{
+    double *l = out + MB_OFFSET_MASS_MATRIX;
 #if MB_HAS_SPRINGS
     for (int i = 0; i < MB_N_SPRINGS; ++i)  /* the direction of a zero-length spring is undefined */
         if (!(out[MB_OFFSET_SPRING_LENGTHS + i] > MB_SPRING_MIN_LENGTH))
@@ -138,9 +181,203 @@ MB_INTERNAL int mb_solve_dynamics(const double *q, const double *u, const double
     return 0;
 }
 
+/* q', u', z' and lam (mb_solve_out) at (q, u, z, t).  With a servo table (NULL: none) the servos'
+ * efforts replace their joints' effort inputs in F, and each input's applied effort goes into
+ * applied[MB_N_INPUTS] (unless NULL).  With stiff (NULL: none; see mb_first_stage) the flagged
+ * rows of mb_dissipation put up rstar in place of their damping and friction, before the servos
+ * read F. */
+MB_INTERNAL int mb_solve_dynamics(const double *q, const double *u, const double *z, const double *inputs,
+    const double *params, double t, double *qdot, double *udot, double *zdot,
+                             double *lam, const double *enabled, const double *servo,
+                             const int *stiff, const double *rstar, double *applied)
+{
+    double out[MB_N_OUT];
+    mb_dynamics(q, u, z, inputs, params, t, out);
+#if MB_HAS_DISSIPATION
+    mb_replace_resistance(u, params, stiff, rstar, out);
+#else
+    (void)stiff; (void)rstar;
+#endif
+    if (applied != NULL)
+        memcpy(applied, inputs, sizeof(double) * MB_N_INPUTS);
+    if (servo != NULL && servo[0] > 0.0)
+        mb_servo(q, u, inputs, t, servo, out, applied);
+    return mb_solve_out(out, qdot, udot, zdot, lam, enabled);
+}
+
+#if MB_HAS_DISSIPATION
+/* Phi(du) = du^T M du / 2 - h F^T du + h sum_stiff rho(u + du), what mb_resistance_estimate minimizes. */
+static double mb_dissipation_objective(const double *out, const double *u, const double *du, double h,
+                                       const double *params, const int *stiff)
+{
+    const double *m = out + MB_OFFSET_MASS_MATRIX, *f = out + MB_OFFSET_FORCING;
+    double phi = 0.0;
+    for (int i = 0; i < MB_N_U; ++i) {
+        double s = 0.0;
+        for (int j = 0; j < MB_N_U; ++j)
+            s += m[i * MB_N_U + j] * du[j];
+        phi += du[i] * (0.5 * s - h * f[i]);
+    }
+    for (int k = 0; k < MB_N_DISSIPATION; ++k)
+        if (stiff[k]) {
+            const int s = mb_dissipation[k * MB_DISSIPATION_WIDTH];
+            phi += h * mb_resistance_potential(k, params, u[s] + du[s]);
+        }
+    return phi;
+}
+
+/* The resistance the stiff rows put up over the step h into rstar (see
+ * mb_sim.codegen.dissipation): from out (M, A and F without the stiff rows' dissipation, servos
+ * applied, at the step's start), the speeds' backward Euler step on the enabled velocity
+ * constraints by Newton's method on the convex Phi with a backtracking line search.  Returns 0,
+ * 1 if M + h K is not positive definite, 2 if its Schur complement is not finite. */
+static int mb_resistance_estimate(const double *out, const double *u, const double *params, double h,
+                                  const double *enabled, const int *stiff, double *rstar)
+{
+    double l[MB_LEN_U * MB_LEN_U], du[MB_LEN_U], g[MB_LEN_U], step[MB_LEN_U], trial[MB_LEN_U];
+    const double *m = out + MB_OFFSET_MASS_MATRIX, *f = out + MB_OFFSET_FORCING;
+    memset(du, 0, sizeof(double) * MB_N_U);
+    for (int iteration = 0; iteration < MB_DISSIPATION_ITERATIONS; ++iteration) {
+        double decrement = 0.0, largest_step = 0.0, largest_speed = 0.0, energy = 1e-300;
+        memcpy(l, m, sizeof(double) * MB_N_U * MB_N_U);
+        for (int i = 0; i < MB_N_U; ++i) {  /* g = M du - h F + h r(u + du), l = M + h K */
+            double mu = 0.0;
+            g[i] = -h * f[i];
+            for (int j = 0; j < MB_N_U; ++j) {
+                g[i] += m[i * MB_N_U + j] * du[j];
+                mu += m[i * MB_N_U + j] * u[j];
+            }
+            energy += 0.5 * fabs(u[i] * mu) + h * fabs(f[i] * (u[i] + du[i]));  /* the size of Phi's terms */
+        }
+        for (int k = 0; k < MB_N_DISSIPATION; ++k)
+            if (stiff[k]) {
+                const int s = mb_dissipation[k * MB_DISSIPATION_WIDTH];
+                double r, slope;
+                mb_resistance(k, params, u[s] + du[s], &r, &slope);
+                g[s] += h * r;
+                l[s * MB_N_U + s] += h * slope;
+                energy += h * fabs(r * (u[s] + du[s]));
+            }
+        for (int i = 0; i < MB_N_U; ++i)
+            step[i] = -g[i];
+        if (mb_mass_factor(l))
+            return 1;
+        mb_mass_solve(l, step);
+#if MB_HAS_CONSTRAINTS
+        {   /* on the constraints: A step = 0 */
+            double lam[MB_N_CONSTRAINTS];
+            const double *a = out + MB_OFFSET_CONSTRAINT_MATRIX;
+            for (int i = 0; i < MB_N_CONSTRAINTS; ++i)
+                lam[i] = mb_dot(a + i * MB_N_U, step, MB_N_U);
+            if (mb_schur_correction(l, a, lam, step, enabled))
+                return 2;
+        }
+#else
+        (void)enabled;
+#endif
+        for (int i = 0; i < MB_N_U; ++i) {
+            decrement -= g[i] * step[i];
+            largest_step = fmax(largest_step, fabs(step[i]));
+            largest_speed = fmax(largest_speed, fabs(u[i] + du[i]));
+        }
+        if (!(decrement > 0.0) || largest_step <= MB_DISSIPATION_TOLERANCE * (1.0 + largest_speed))
+            break;  /* converged (Newton's steps shrink quadratically) */
+        if (decrement <= MB_DISSIPATION_NEWTON_REGION * energy) {  /* that close, the full step */
+            for (int i = 0; i < MB_N_U; ++i)
+                du[i] += step[i];
+        } else {   /* Armijo: halve the step until Phi decreases enough */
+            const double start = mb_dissipation_objective(out, u, du, h, params, stiff);
+            double fraction = 1.0;
+            for (int k = 0; k < 40; ++k, fraction *= 0.5) {
+                for (int i = 0; i < MB_N_U; ++i)
+                    trial[i] = du[i] + fraction * step[i];
+                if (mb_dissipation_objective(out, u, trial, h, params, stiff) <= start - 1e-4 * fraction * decrement)
+                    break;
+            }
+            memcpy(du, trial, sizeof(double) * MB_N_U);
+        }
+    }
+    for (int k = 0; k < MB_N_DISSIPATION; ++k) {
+        const int s = mb_dissipation[k * MB_DISSIPATION_WIDTH];
+        double slope;
+        rstar[k] = 0.0;
+        if (stiff[k])
+            mb_resistance(k, params, u[s] + du[s], rstar + k, &slope);
+    }
+    return 0;
+}
+
+/* Flag in stiff the rows of mb_dissipation RK4 cannot take explicitly at this step: with I the
+ * joint's effective inertia here, 1 / (M^-1)_ss (M's factor l), the resistance's slope at the
+ * speed times h / I above MB_DISSIPATION_STIFF, or a friction whose slope at rest is and which
+ * can stop the joint within the step (|w| < 2 f h / I).  Returns how many. */
+static int mb_stiff_rows(const double *l, const double *u, const double *params, double h, int *stiff)
+{
+    int n = 0;
+    for (int k = 0; k < MB_N_DISSIPATION; ++k) {
+        const int s = mb_dissipation[k * MB_DISSIPATION_WIDTH];
+        const double w = u[s];
+        double e[MB_LEN_U], d, f, v, r, slope, inertia;
+        const int friction = mb_dissipation_row(k, params, &d, &f, &v);
+        f = fabs(f);
+        memset(e, 0, sizeof(double) * MB_N_U);
+        e[s] = 1.0;
+        mb_mass_solve_upper(l, e);  /* L^-T e_s: (M^-1)_ss = |L^-T e_s|^2 */
+        inertia = 0.0;
+        for (int i = 0; i < MB_N_U; ++i)
+            inertia += e[i] * e[i];
+        inertia = 1.0 / inertia;
+        mb_resistance(k, params, w, &r, &slope);
+        stiff[k] = slope * h > MB_DISSIPATION_STIFF * inertia
+                   || (friction && f * h > MB_DISSIPATION_STIFF * v * inertia && fabs(w) < 2.0 * f * h / inertia);
+        n += stiff[k];
+    }
+    return n;
+}
+#endif /* MB_HAS_DISSIPATION */
+
+/* The first RK4 stage of a step h from (q, u, z, t): q', u', z' (as mb_solve_dynamics), with the
+ * rows of mb_dissipation stiff here flagged in stiff and putting up the resistance rstar a
+ * backward Euler step gives (mb_resistance_estimate) in place of their damping and friction;
+ * the step's other stages take the same stiff and rstar.  Returns as mb_solve_dynamics. */
+MB_INTERNAL int mb_first_stage(const double *q, const double *u, const double *z, const double *inputs,
+                               const double *params, double t, double h, double *qdot, double *udot,
+                               double *zdot, const double *enabled, const double *servo, int *stiff,
+                               double *rstar)
+{
+    double out[MB_N_OUT], lam[MB_LEN_CONSTRAINTS];
+    mb_dynamics(q, u, z, inputs, params, t, out);
+#if MB_HAS_DISSIPATION
+    {
+        double l[MB_LEN_U * MB_LEN_U];
+        memcpy(l, out + MB_OFFSET_MASS_MATRIX, sizeof(double) * MB_N_U * MB_N_U);
+        if (mb_mass_factor(l))
+            return 1;
+        for (int k = 0; k < MB_N_DISSIPATION; ++k)
+            rstar[k] = 0.0;
+        if (mb_stiff_rows(l, u, params, h, stiff) > 0) {
+            double bare[MB_N_OUT];  /* F without the stiff rows' dissipation, servos applied */
+            int status;
+            memcpy(bare, out, sizeof bare);
+            mb_replace_resistance(u, params, stiff, rstar, bare);
+            if (servo != NULL && servo[0] > 0.0)
+                mb_servo(q, u, inputs, t, servo, bare, NULL);
+            if ((status = mb_resistance_estimate(bare, u, params, h, enabled, stiff, rstar)))
+                return status;
+        }
+        mb_replace_resistance(u, params, stiff, rstar, out);
+    }
+#else
+    (void)h; (void)stiff; (void)rstar;
+#endif
+    if (servo != NULL && servo[0] > 0.0)
+        mb_servo(q, u, inputs, t, servo, out, NULL);
+    return mb_solve_out(out, qdot, udot, zdot, lam, enabled);
+}
+
 int mb_forward_dynamics(const double *q, const double *u, const double *z, const double *inputs,
     const double *params, double t, double *qdot, double *udot, double *zdot,
                         double *lam, const double *enabled)
 {
-    return mb_solve_dynamics(q, u, z, inputs, params, t, qdot, udot, zdot, lam, enabled, NULL, NULL);
+    return mb_solve_dynamics(q, u, z, inputs, params, t, qdot, udot, zdot, lam, enabled, NULL, NULL, NULL, NULL);
 }

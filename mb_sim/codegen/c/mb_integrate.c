@@ -26,15 +26,19 @@ static int mb_finish_step(double *x, const double *inputs, const double *params,
     return mb_all_finite(x, MB_N_STATE) ? 0 : 3;
 }
 
-/* x' at a stage; 3 if x is not finite (reported as such, not as the factorization it breaks). */
+/* x' at a stage (the stiff rows of mb_dissipation putting up the step's resistance rstar in
+ * place of their damping and friction); 3 if x is not finite (reported as such, not as the
+ * factorization it breaks). */
 static int mb_state_derivative(const double *x, const double *inputs, const double *params,
-                               double t, double *xdot, const double *enabled, const double *servo)
+                               double t, double *xdot, const double *enabled, const double *servo,
+                               const int *stiff, const double *rstar)
 {
     double lam[MB_LEN_CONSTRAINTS];
     if (!mb_all_finite(x, MB_N_STATE))
         return 3;
     return mb_solve_dynamics(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, inputs, params, t, xdot,
-                             xdot + MB_N_Q, xdot + MB_N_Q + MB_N_U, lam, enabled, servo, NULL);
+                             xdot + MB_N_Q, xdot + MB_N_Q + MB_N_U, lam, enabled, servo, stiff,
+                             rstar, NULL);
 }
 
 #if MB_HAS_ELECTRICAL_STATES
@@ -82,12 +86,17 @@ static void mb_etd_coefficients(const double *lambda, double dt, double *e, doub
  * RK4 for q and u; for the electrical states z, whose rates hold a stiff linear part lambda z
  * (-R/L of a motor), the exponential integrator ETDRK4 (Cox and Matthews 2002), which takes that
  * part exactly and reduces to classic RK4 where lambda = 0, so an L/R far below dt is stable
- * and accurate.  Returns 0 or the failing step's code (1, 2, 5 from mb_forward_dynamics, 3, 4),
+ * and accurate.  The joints of mb_dissipation stiff at a step (mb_first_stage) put up, through
+ * it, the resistance a backward Euler step from its start gives in place of their damping and
+ * friction: stable however stiff, however light the link.  Returns 0 or the failing step's code
+ * (1, 2, 5 from mb_forward_dynamics, 3, 4),
  * leaving q, u, z and *t at the start of that step. */
 static int mb_integrate(double *q, double *u, double *z, const double *inputs, const double *params,
                         double *t, double dt, int n_steps, const double *enabled, const double *servo)
 {
     enum { N = MB_N_Q + MB_N_U };
+    int stiff[MB_LEN_DISSIPATION];  /* the rows of mb_dissipation stiff at a step */
+    double rstar[MB_LEN_DISSIPATION];  /* and the resistances they put up through it */
     double x[MB_LEN_STATE], xs[MB_LEN_STATE], k1[MB_LEN_STATE], k2[MB_LEN_STATE], k3[MB_LEN_STATE],
         k4[MB_LEN_STATE];
     const double t0 = *t;
@@ -107,7 +116,12 @@ static int mb_integrate(double *q, double *u, double *z, const double *inputs, c
     memcpy(x + N, z, sizeof(double) * MB_N_Z);
     for (int step = 0; step < n_steps; ++step) {
         const double ts = t0 + step * dt, te = t0 + (step + 1) * dt;
-        if ((status = mb_state_derivative(x, inputs, params, ts, k1, enabled, servo)))
+        if (!mb_all_finite(x, MB_N_STATE)) {
+            status = 3;
+            break;
+        }
+        if ((status = mb_first_stage(x, x + MB_N_Q, x + N, inputs, params, ts, dt, k1, k1 + MB_N_Q, k1 + N,
+                                     enabled, servo, stiff, rstar)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k1[i];
@@ -117,7 +131,7 @@ static int mb_integrate(double *q, double *u, double *z, const double *inputs, c
             xs[N + k] = a2[k] = e2[k] * x[N + k] + half[k] * n1[k];
         }
 #endif
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2, enabled, servo)))
+        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k2, enabled, servo, stiff, rstar)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + 0.5 * dt * k2[i];
@@ -127,7 +141,7 @@ static int mb_integrate(double *q, double *u, double *z, const double *inputs, c
             xs[N + k] = e2[k] * x[N + k] + half[k] * n2[k];
         }
 #endif
-        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3, enabled, servo)))
+        if ((status = mb_state_derivative(xs, inputs, params, ts + 0.5 * dt, k3, enabled, servo, stiff, rstar)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt * k3[i];
@@ -137,7 +151,7 @@ static int mb_integrate(double *q, double *u, double *z, const double *inputs, c
             xs[N + k] = e2[k] * a2[k] + half[k] * (2.0 * n3[k] - n1[k]);
         }
 #endif
-        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4, enabled, servo)))
+        if ((status = mb_state_derivative(xs, inputs, params, ts + dt, k4, enabled, servo, stiff, rstar)))
             break;
         for (int i = 0; i < N; ++i)
             xs[i] = x[i] + dt / 6.0 * (k1[i] + 2.0 * (k2[i] + k3[i]) + k4[i]);
@@ -176,7 +190,7 @@ void mb_evaluate_packed(double *const *a)
 int mb_forward_dynamics_packed(double *const *a)
 {
     return mb_solve_dynamics(a[0], a[1], a[10], a[2], a[3], a[4][0], a[6], a[7], a[11], a[8],
-                             a[9], a[12], a[13]);
+                             a[9], a[12], NULL, NULL, a[13]);
 }
 
 int mb_project_packed(double *const *a)

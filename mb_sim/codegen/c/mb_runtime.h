@@ -18,6 +18,8 @@
  *   MB_N_BLOCKS, MB_PROJECTION_TOLERANCE (double), MB_PROJECTION_ITERATIONS,
  *   MB_DEPENDENT_PIVOT (double: a constraint row whose Cholesky pivot is at most this fraction of its
  *   diagonal entry is dependent on the rows before it there), MB_SERVO_WIDTH,
+ *   MB_N_DISSIPATION, MB_DISSIPATION_WIDTH, MB_DISSIPATION_ITERATIONS, MB_DISSIPATION_TOLERANCE,
+ *   MB_DISSIPATION_STIFF, MB_DISSIPATION_NEWTON_REGION, the table mb_dissipation (the joints with damping or friction),
  *   MB_N_QUATERNIONS, MB_N_POSITION_SPEEDS, MB_LEN_CHAIN (length of mb_chain, at least 1),
  *   MB_OFFSET_<BLOCK> for every output block (MB_OFFSET_MASS_MATRIX, MB_OFFSET_FORCING, ...);
  *   feature flags, 0 or 1: MB_HAS_CONSTRAINTS, MB_HAS_HOLONOMIC, MB_HAS_ELECTRICAL_STATES,
@@ -46,6 +48,8 @@
 #endif
 
 #define MB_LEN_STATE (MB_N_STATE > 0 ? MB_N_STATE : 1)
+#define MB_LEN_U (MB_N_U > 0 ? MB_N_U : 1)
+#define MB_LEN_DISSIPATION (MB_N_DISSIPATION > 0 ? MB_N_DISSIPATION : 1)
 #define MB_LEN_CONSTRAINTS (MB_N_CONSTRAINTS > 0 ? MB_N_CONSTRAINTS : 1)
 #define MB_HAS_PROJECTION (MB_HAS_QUATERNIONS || MB_HAS_CONSTRAINTS)
 
@@ -57,6 +61,9 @@ extern const int mb_quaternion_starts[];
 #endif
 #if MB_HAS_HOLONOMIC
 extern const int mb_position_speeds[];
+#endif
+#if MB_HAS_DISSIPATION
+extern const int mb_dissipation[];
 #endif
 #else
 #define MB_INTERNAL static
@@ -130,7 +137,9 @@ MB_INTERNAL int mb_least_norm_correction(double *x, const double *m, int rows, i
 /* mb_dynamics.c */
 MB_INTERNAL int mb_solve_dynamics(MB_ARGUMENTS, double *qdot, double *udot, double *zdot,
                                   double *lam, const double *enabled, const double *servo,
-                                  double *applied);
+                                  const int *stiff, const double *rstar, double *applied);
+MB_INTERNAL int mb_first_stage(MB_ARGUMENTS, double h, double *qdot, double *udot, double *zdot,
+                               const double *enabled, const double *servo, int *stiff, double *rstar);
 
 /* mb_project.c */
 MB_INTERNAL int mb_project_state(double *q, double *u, const double *inputs, const double *params,
