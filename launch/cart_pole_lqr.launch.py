@@ -1,8 +1,10 @@
 """The cart-pole (urdf/cart_pole.urdf) balanced upright by the LQR controller, RViz if asked.
 
-The simulation starts with the pole tipped by `initial_angle`; mb_sim_lqr_controller linearizes
-the model exactly about the upright equilibrium, solves the Riccati equation and pushes the cart
-(config/lqr_controller.yaml: inputs, operating point, weights).
+The simulation starts with the pole tipped by `initial_angle`, paused; mb_sim_lqr_controller
+linearizes the model exactly about the upright equilibrium, solves the Riccati equation, resumes
+the simulation once it is connected (resume_simulation: else the pole fell before the controller
+was up in about half the launches) and pushes the cart (config/lqr_controller.yaml: inputs,
+operating point, weights).
 
 Arguments:
   initial_angle     the pole's angle from upright at the start [rad] (default: 0.1).
@@ -58,6 +60,7 @@ def generate_launch_description() -> LaunchDescription:
             parameters=[
                 LaunchConfiguration("params_file"),
                 {"urdf_file": "cart_pole",
+                 "start_paused": True,  # until the controller is up: it resumes the simulation
                  "initial_positions.pole_joint": ParameterValue(LaunchConfiguration("initial_angle"), value_type=float),
                  "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float)},
             ],
@@ -67,7 +70,8 @@ def generate_launch_description() -> LaunchDescription:
             executable="mb_sim_lqr_controller",
             name="mb_sim_lqr_controller",
             output="screen",
-            parameters=[LaunchConfiguration("controller_params_file")],  # use_sim_time: true by default
+            parameters=[LaunchConfiguration("controller_params_file"),  # use_sim_time: true by default
+                        {"resume_simulation": True}],  # ~/pause false once the LQR is ready and connected
         ),
         Node(
             package="rviz2",

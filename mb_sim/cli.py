@@ -338,6 +338,18 @@ def _assignment(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"{name.strip()}: {err}") from None
 
 
+def _state_assignment(text: str) -> tuple[str, float]:
+    """``JOINT=VALUE`` for a position or speed: a number no robot has (beyond the simulator's
+    STATE_MAGNITUDE) is refused while the arguments are read, before the model is built."""
+    from mb_sim.sim.simulator import STATE_MAGNITUDE
+
+    name, value = _assignment(text)
+    if abs(value) > STATE_MAGNITUDE:
+        raise argparse.ArgumentTypeError(f"{name}: {value:g} is beyond {STATE_MAGNITUDE:g} (rad or m, rad/s or m/s): "
+                                         "no robot's")
+    return name, value
+
+
 def _output_path(text: str) -> Path:
     """A file to write, checked before the run: not a directory, in an existing writable directory."""
     path = Path(text).expanduser()
@@ -391,7 +403,8 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
                          ("--initial", "initial position of a joint or coordinate [rad or m]; the model is "
                                        "assembled from them: the loops closed with these values held and "
                                        "the others solved, on the branch nearest them")):
-        simulate.add_argument(option, type=_assignment, nargs="+", action="extend", default=[],
+        simulate.add_argument(option, type=_state_assignment if option == "--initial" else _assignment, nargs="+",
+                              action="extend", default=[],
                               metavar="MOTOR=VALUE" if option == "--voltage" else "JOINT=VALUE",
                               help=f"{what} (repeatable)")
     simulate.add_argument("--default-effort-limit", type=_positive, metavar="N",
@@ -412,16 +425,18 @@ def _add_simulate(commands: argparse._SubParsersAction) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     """Re-run a node's recording offline and report the largest differences from its states."""
-    from mb_sim.ros.replay import ReplayError, replay
+    from mb_sim.session.replay import MAX_STEPS, ReplayError, replay
 
-    if not args.file.is_file():
+    if not args.file.exists():
         raise CommandError(f"{args.file}: no such file")
-    try:
-        with _culprit(str(args.file)):
-            report = replay(args.file, progress=None if args.quiet else _note)
-    except ReplayError as err:
-        raise CommandError(str(err)) from None
+    with _culprit(str(args.file)):  # the robot's URDF, its compilation
+        try:
+            report = replay(args.file, progress=None if args.quiet else _note, max_steps=args.max_steps or MAX_STEPS)
+        except ReplayError as err:  # names the file already
+            raise CommandError(str(err)) from None
     print(report.summary())
+    if report.ended is not None:
+        print(f"mb-sim: note: {report.ended}", file=sys.stderr)
     if args.tolerance is not None and not report.largest <= args.tolerance:
         print(f"mb-sim: the replay differs from the recording by {report.largest:.3g} > --tolerance "
               f"{args.tolerance:g}", file=sys.stderr)
@@ -440,6 +455,9 @@ def _add_replay(commands: argparse._SubParsersAction) -> None:
     replay.add_argument("--tolerance", type=_positive, metavar="TOL",
                         help="exit with status 1 if a difference exceeds TOL")
     replay.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    replay.add_argument("--max-steps", type=_count, metavar="N",
+                        help="replay at most N physics steps (default 10^8): a damaged or hostile file "
+                             "cannot make the replay run for hours")
     replay.set_defaults(run=_replay)
 
 
@@ -526,10 +544,10 @@ def _add_linear(commands: argparse._SubParsersAction) -> None:
                                               "configuration: gravity compensation.")
     for parser, option in ((linear, "--at"), (balance, "--fix")):
         _add_robot(parser)
-        parser.add_argument(option, dest="at", type=_assignment, nargs="+", action="extend", default=[],
+        parser.add_argument(option, dest="at", type=_state_assignment, nargs="+", action="extend", default=[],
                             metavar="JOINT=VALUE", help="joint positions [rad or m] (others: 0; dependent ones solved)")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    linear.add_argument("--speed", type=_assignment, nargs="+", action="extend", default=[], metavar="JOINT=VALUE",
+    linear.add_argument("--speed", type=_state_assignment, nargs="+", action="extend", default=[], metavar="JOINT=VALUE",
                         help="joint speeds of the operating point [rad/s or m/s] (default 0)")
     linear.add_argument("--input", type=_assignment, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                         help="efforts (by joint) or voltages (by motor) at the operating point (default 0)")

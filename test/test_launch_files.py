@@ -106,6 +106,15 @@ def test_cart_pole_lqr_starts_the_cart_pole_tipped_and_the_controller_with_its_p
     assert values["initial_positions.pole_joint"] == \
         "ParameterValue(LaunchConfiguration('initial_angle'), value_type=float)"
     assert "executable=\"mb_sim_lqr_controller\"" in source and (repo / "config" / "lqr_controller.yaml").is_file()
+    # paused until the controller is up (it resumes the node): the pole fell in half the launches
+    assert values["start_paused"] == "True"
+    (controller,) = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+                     and getattr(node.func, "id", None) == "Node"
+                     and any(k.arg == "executable" and ast.literal_eval(k.value) == "mb_sim_lqr_controller"
+                             for k in node.keywords)]
+    parameters = next(k.value for k in controller.keywords if k.arg == "parameters")
+    overrides = [ast.literal_eval(item) for item in parameters.elts if isinstance(item, ast.Dict)]
+    assert {"resume_simulation": True} in overrides, ast.unparse(parameters)
     joints = yaml.safe_load((repo / "config" / "lqr_controller.yaml").read_text())
     assert joints["mb_sim_lqr_controller"]["ros__parameters"]["inputs"] == ["cart_joint"]
 

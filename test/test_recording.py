@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 import csv
+import json
+import re
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 from transforms3d.euler import euler2mat
 from transforms3d.quaternions import quat2mat
 
+from mb_sim.session.recorder import FLUSH_PERIOD, Recorder, RecordingError
 from mb_sim.sim.outputs import Trajectory
 from mb_sim.sim.plotting import plot_trajectory
 from mb_sim.sim.frames import Edge
@@ -133,3 +139,100 @@ def test_plot_is_a_png(tmp_path, trajectory):
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     assert 10_000 < len(data) < 2_000_000
+
+
+# -- the node's recordings (mb_sim.session.recorder): never overwritten, flushed, failures caught --
+def string(text: str) -> bytes:
+    """A std_msgs/String as CDR, without rclpy: little-endian header, length, text, NUL."""
+    data = text.encode() + b"\0"
+    return b"\0\1\0\0" + len(data).to_bytes(4, "little") + data
+
+
+def open_recorder(path, clock=None) -> Recorder:
+    return Recorder(path, {"time": 0.0}, string("<robot/>"), string, **({"clock": clock} if clock else {}))
+
+
+def on_disk(path) -> list[str]:
+    """The topics of the messages a reader finds in the file as it is now (no summary needed)."""
+    from mcap.stream_reader import StreamReader
+    from mcap.records import Channel, Message
+
+    topics, found = {}, []
+    try:
+        for record in StreamReader(open(path, "rb")).records:
+            if isinstance(record, Channel):
+                topics[record.id] = record.topic
+            elif isinstance(record, Message):
+                found.append(topics[record.channel_id])
+    except Exception:  # noqa: BLE001 (the file ends without its summary: read up to there)
+        pass
+    return found
+
+
+def test_a_recording_never_overwrites_a_file(tmp_path):
+    # A second recording to the same name reopened it with "wb": the first was lost.
+    path = tmp_path / "run.mcap"
+    path.write_bytes(b"precious")
+    recorders = [open_recorder(path) for _ in range(3)]
+    for recorder in recorders:
+        recorder.close()
+    assert [r.path for r in recorders] == [str(tmp_path / f"run_{k}.mcap") for k in (2, 3, 4)]
+    assert path.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("where, reason", [
+    ("directory", "it is a directory"), ("missing/run.mcap", "No such file or directory"),
+    ("/dev/full", "No space left on device")])
+def test_a_recording_that_cannot_be_opened_is_one_recording_error(tmp_path, where, reason):
+    path = tmp_path / where if not where.startswith("/") else Path(where)
+    if where == "directory":
+        path.mkdir()
+    with pytest.raises(RecordingError, match=f"^(cannot record to|recording) {re.escape(str(path))}: .*{reason}"):
+        open_recorder(path)
+
+
+def test_what_was_written_reaches_the_file_within_the_flush_period(tmp_path):
+    # mcap's 1 MiB chunks stayed in memory: a killed node left the magic and the header only.
+    now = [0.0]
+    recorder = open_recorder(tmp_path / "run.mcap", clock=lambda: now[0])
+    recorder.write("/joint_states", "std_msgs/msg/String", string("a"), 0.1)
+    now[0] = FLUSH_PERIOD / 2
+    recorder.write("/joint_states", "std_msgs/msg/String", string("b"), 0.2)
+    assert on_disk(recorder.path) == ["/mb_sim/recording", "/robot_description"]  # two in memory
+    now[0] = FLUSH_PERIOD
+    recorder.flush_if_due()  # a timer's call: a quiet spell after "b"
+    assert on_disk(recorder.path) == ["/mb_sim/recording", "/robot_description", "/joint_states", "/joint_states"]
+    recorder.close()
+
+
+SESSION_FAILING_MID_RECORDING = """
+import json, resource, sys
+from mb_sim.resources import robot_path
+from mb_sim.session import Session
+from mb_sim.sim import Simulator
+sim = Simulator(robot_path("pendulum"), dt=1e-3, cache_dir=sys.argv[2], default_effort_limit=1.0)
+session, events = Session(sim, start_paused=True), []
+session.subscribe(lambda event, **details: events.append([event, details]))
+string = lambda text: text.encode()
+resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))  # the kernel refuses writes beyond: EFBIG
+session.start_recording(sys.argv[1], {}, b"<robot/>", string)
+for k in range(2000):
+    session.write("/joint_states", "std_msgs/msg/String", bytes(range(256)) * 4)
+    assert session.step(1)
+print(json.dumps({"events": events, "recording": session.recording, "failure": session.recording_failure,
+                  "time": sim.time}))
+"""
+
+
+def test_a_write_failing_mid_recording_ends_the_recording_not_the_session(tmp_path):
+    # The OSError of a full disk escaped Session.write (and killed the node's timer callback).
+    path = tmp_path / "run.mcap"
+    result = subprocess.run([sys.executable, "-c", SESSION_FAILING_MID_RECORDING, str(path), str(tmp_path / "cache")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    reason = f"recording {path}: cannot write: File too large"
+    assert outcome["events"] == [["recording_failed", {"reason": reason}]]
+    assert outcome["recording"] is None and outcome["failure"] == reason
+    assert outcome["time"] == pytest.approx(2.0)  # the run went on to the end
+    assert on_disk(path)[:3] == ["/mb_sim/recording", "/robot_description", "/joint_states"]

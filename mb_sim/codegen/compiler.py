@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +13,8 @@ from mb_sim.codegen.c_source import runtime_directory
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
-__all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library"]
+__all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
+           "run_compiler", "COMPILE_TIMEOUT"]
 
 COMPILE_FLAGS = ("-std=c99", "-O2", "-shared", "-fPIC")
 #: The largest generated C source mb_sim compiles [bytes].  The generated functions are long
@@ -23,6 +25,9 @@ COMPILE_FLAGS = ("-std=c99", "-O2", "-shared", "-fPIC")
 #: linear (2.0 MB: 4 s, 0.6 GB; 4.1 MB: 10 s, 1.2 GB) but runs 3-7x slower.  The model-size limit
 #: (mb_sim.urdf.size) keeps chains below this; it catches wide trees with many links or constraints.
 MAX_SOURCE_BYTES = 2_000_000
+
+#: Wall seconds a compilation may take before it is ended (2 MB of C took gcc -O2 4 min).
+COMPILE_TIMEOUT = 1800.0
 
 _STDERR_LINES = 20
 
@@ -51,26 +56,60 @@ def check_source_size(source: str, name: str) -> None:
             "4 min and 5 GB); use backend='numpy' or a smaller model")
 
 
-def compile_shared_library(source: Path, library: Path, progress: Progress = None) -> None:
+def compile_shared_library(source: Path, library: Path, progress: Progress = None,
+                           timeout: float | None = COMPILE_TIMEOUT) -> None:
     """Compile C file `source` into shared library `library` (with the runtime's directory on the
     include path: the generated file includes the hand-written runtime).
 
     Raises
     ------
     CodegenError
-        The compiler is missing, cannot be run or fails; the message shows the start of its
-        standard error.
+        The compiler is missing, cannot be run, fails or runs past `timeout` seconds; the
+        message shows the start of its standard error.
     """
     command = [*compiler_command(), *COMPILE_FLAGS, "-I", str(runtime_directory()), "-o", str(library),
                str(source), "-lm"]
     report(progress, f"compiling {source} ({source.stat().st_size / 1e6:.2f} MB of C) with {command[0]}...")
     start = time.perf_counter()
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-    except OSError as error:
-        raise CodegenError(f"cannot run C compiler {command[0]!r}: {error}") from error
-    if result.returncode != 0:
-        stderr = "\n".join(result.stderr.splitlines()[:_STDERR_LINES])
-        raise CodegenError(f"C compiler {command[0]!r} failed (exit status {result.returncode}) "
+    returncode, stderr = run_compiler(command, timeout)
+    if returncode != 0:
+        stderr = "\n".join(stderr.splitlines()[:_STDERR_LINES])
+        raise CodegenError(f"C compiler {command[0]!r} failed (exit status {returncode}) "
                            f"on {source}:\n{stderr}")
     report(progress, f"compiled {source.name} ({time.perf_counter() - start:.1f} s)")
+
+
+def run_compiler(command: list[str], timeout: float | None = COMPILE_TIMEOUT) -> tuple[int, str]:
+    """Run `command` in a process group of its own; (exit status, standard error).
+
+    The driver (``cc``) starts ``cc1`` and ``as`` as its children: killing the driver alone
+    orphans them (a Ctrl-C during a first compile left ``cc1`` running).  So on any interruption
+    (KeyboardInterrupt, a signal turned into an exception, the `timeout`) the whole group is
+    killed and reaped before the exception goes on.
+    """
+    try:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+    except OSError as error:
+        raise CodegenError(f"cannot run C compiler {command[0]!r}: {error}") from error
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        raise CodegenError(f"C compiler {command[0]!r} ran for more than {timeout:g} s: ended") from None
+    except BaseException:
+        _kill_group(process)
+        raise
+    return process.returncode, stderr
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL `process`'s whole process group (it leads it) and reap `process`."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is gone already
+        pass
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+    process.wait()

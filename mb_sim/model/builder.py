@@ -14,7 +14,7 @@ from mb_sim.model.robot import Robot
 from mb_sim.model.springs import SpringDamper
 from mb_sim.model.wheels import RollingWheel
 from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, parse_urdf
-from mb_sim.urdf.size import check_model_size
+from mb_sim.urdf.size import check_model_size, constraint_rows
 
 __all__ = ["build_robot", "load_urdf"]
 
@@ -34,7 +34,8 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> Robot:
         The URDF cannot be simulated; the message names the file and the element.
     """
     description = parse_urdf(path_or_xml, strict=strict)
-    check_model_size(description.source, description.name, description.joints, description.root)
+    check_model_size(description.source, description.name, description.joints, description.root,
+                     constraint_rows(description))
     robot = build_robot(description)
     try:
         robot.define_all()

@@ -14,6 +14,11 @@ Parameters (read once):
   state_weights, input_weights
                             diagonals of Q (one per minimal state: independent positions, then
                             speeds) and R (one per input); empty: identity.
+  resume_simulation         true: resume the simulation (``mb_sim/pause`` with data false) once the
+                            LQR is ready and connected both ways (the node's joint_states reach it,
+                            its commands reach the node); for a node started paused
+                            (``start_paused``), so the plant never runs before its controller is up.
+                            Default false.
 """
 from __future__ import annotations
 
@@ -21,12 +26,14 @@ import sys
 import warnings
 
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from std_srvs.srv import SetBool
 
 from mb_sim.ros.teardown import end_process, run_until_signal, spin_node
 from mb_sim.sim import Simulator
@@ -37,6 +44,10 @@ __all__ = ["LQRController", "main", "NODE_NAME"]
 
 NODE_NAME = "mb_sim_lqr_controller"
 COMMAND_TOPIC = "mb_sim/joint_commands"
+#: The simulation node's pause service (resume_simulation), relative: it follows the namespace.
+PAUSE_SERVICE = "mb_sim/pause"
+#: Wall seconds between two checks whether the controller is ready to resume the simulation.
+READY_CHECK_PERIOD = 0.1
 DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
 
@@ -65,11 +76,32 @@ class LQRController(Node):
                                                          read_only).value or []) or None
         self.input_weights = list(self.declare_parameter("input_weights", Parameter.Type.DOUBLE_ARRAY,
                                                          read_only).value or []) or None
+        self.resume_simulation = self.declare_parameter("resume_simulation", False, read_only).value is True
         self.policy: LQRPolicy | None = None
         self._publisher = self.create_publisher(JointState, COMMAND_TOPIC, 10)
         self.create_subscription(String, "robot_description", self._on_description, DESCRIPTION_QOS)
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, 10)
+        self._states = self.create_subscription(JointState, "joint_states", self._on_joint_states, 10)
+        self._resumer = self.create_timer(READY_CHECK_PERIOD, self._resume_when_ready,
+                                          clock=Clock(clock_type=ClockType.STEADY_TIME),  # sim time stands still
+                                          ) if self.resume_simulation else None
+        self._pause = self.create_client(SetBool, PAUSE_SERVICE) if self.resume_simulation else None
         self.get_logger().info("waiting for robot_description")
+
+    def _resume_when_ready(self) -> None:
+        """Once the LQR is ready and both topics are matched with the node, resume the simulation
+        (once; the timer stops)."""
+        if self.policy is None or self._publisher.get_subscription_count() == 0 \
+                or self._states.get_publisher_count() == 0 or not self._pause.service_is_ready():
+            return
+        self._resumer.cancel()
+        self._pause.call_async(SetBool.Request(data=False)).add_done_callback(self._on_resumed)
+
+    def _on_resumed(self, future) -> None:
+        response = future.result()
+        if response is not None and response.success:
+            self.get_logger().info(f"resumed the simulation: {response.message}")
+        else:
+            self.get_logger().warning(f"could not resume the simulation: {getattr(response, 'message', 'no answer')}")
 
     def _on_description(self, message: String) -> None:
         if self.policy is not None:

@@ -112,11 +112,16 @@ Services (std_srvs)
     constraints' rows were dropped as redundant with it.  Switches survive ``~/reset``.
 
 Timing
-    A wall-clock (steady) timer at ``publish_rate``: each tick advances the physics, in one
-    ``Simulator.advance`` call, by the whole steps that keep sim time = wall time x
-    ``real_time_factor`` since the last start, resume or reset, then publishes.  A tick catches up
-    at most 5 publish periods; beyond that the deficit is dropped and, as whenever the achieved
-    factor (over ~1 s) falls below 90 % of the target, a throttled warning and WARN in
+    A wall-clock (steady) timer at ``publish_rate``: each tick advances the physics by the whole
+    steps that keep sim time = wall time x ``real_time_factor`` since the last start, resume or
+    reset, and publishes: at a factor up to 1 once per publish period of sim time (a late tick
+    publishes each period it owes, none merged), faster once per tick (the periods in between
+    merged into it, counted in /diagnostics).  A tick works for at most half its period and 50 ms
+    of wall time (the steps in chunks sized by their measured cost, whatever the parameters); the
+    steps still due then stay due: the simulation lags, the tick is counted ("ticks cut at their
+    wall budget") and warned about.  A tick catches up at most 5 publish periods; beyond that the
+    deficit is dropped (counted: "publish periods dropped to keep up") and, as whenever the
+    achieved factor (over ~1 s) falls below 90 % of the target, a throttled warning and WARN in
     /diagnostics say so.  ``real_time_factor: 0`` (as fast as possible): each tick advances and
     publishes period after period for 5 ms of wall time, then returns to the executor (commands,
     services), and the next tick follows at once.  The per-period messages are serialized once

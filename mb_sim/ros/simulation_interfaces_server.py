@@ -17,10 +17,11 @@ What a single-robot simulator offers (:data:`FEATURES` lists exactly this):
   nothing is spawned); a scope asking for time or state alone is RESULT_FEATURE_UNSUPPORTED.
 - ``StepSimulation`` and the ``SimulateSteps`` action: a step is one physics step (``physics_dt``),
   as a Gazebo step is one iteration; only while paused (else RESULT_OPERATION_FAILED, as the
-  definitions say).  The service advances in one call (at most :data:`MAX_SERVICE_STEPS`); the
-  action advances step by step on a timer of this node, a few milliseconds of wall time at a
-  time, with feedback after every step, so the single-threaded executor stays free for other
-  requests and for cancelling.
+  definitions say).  Both advance on a timer of this node, in slices of a few milliseconds of wall
+  time (chunks sized by the measured cost of a step), so the single-threaded executor stays free
+  for other requests, for cancelling the action and for Ctrl-C; the action gives feedback after
+  each slice.  The service answers at the end, or RESULT_OPERATION_FAILED saying how many steps
+  it did once it has stepped for :data:`STEP_SERVICE_WALL_LIMIT` seconds.
 - ``GetEntities``, ``GetEntitiesStates``, ``GetEntityInfo``, ``GetEntityState`` and
   ``SetEntityState``: the robot is the one entity, named by its URDF ``<robot name>`` (Gazebo
   lists top-level models, not links), CATEGORY_ROBOT; its state is its base link's (the child of a
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.task import Future
 from simulation_interfaces.action import SimulateSteps
@@ -61,11 +63,13 @@ from mb_sim.model.base import symbol_name
 from mb_sim.ros.conversions import pose_matrix, quaternion, stamp, vector3
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
 from mb_sim.session.name_filter import NameFilter, NameFilterError
-from mb_sim.session.pacing import FAST_TICK_BUDGET
+from mb_sim.session.pacing import FAST_TICK_BUDGET, StepCost, advance_within
 from mb_sim.sim import SimulationError
 from mb_sim.sim.frames import base_twist_function
+from mb_sim.sim.simulator import STATE_MAGNITUDE
 
-__all__ = ["SimulationInterfacesServer", "FEATURES", "SERVICES", "ACTIONS", "MAX_SERVICE_STEPS"]
+__all__ = ["SimulationInterfacesServer", "FEATURES", "SERVICES", "ACTIONS", "MAX_SERVICE_STEPS",
+           "STEP_SERVICE_WALL_LIMIT"]
 
 F = SimulatorFeatures
 #: What GetSimulatorFeatures lists: exactly what this module implements.
@@ -82,11 +86,16 @@ SERVICES = {
     "~/get_entity_info": GetEntityInfo, "~/get_entity_state": GetEntityState, "~/set_entity_state": SetEntityState,
 }
 ACTIONS = {"~/simulate_steps": SimulateSteps}
-#: Most physics steps one StepSimulation call advances (it holds the node until done: one bounded
-#: advance of the session; the SimulateSteps action has no limit and can be cancelled).
-MAX_SERVICE_STEPS = MAX_ADVANCE_STEPS
+#: Most physics steps one StepSimulation call takes (it is advanced in slices on the stepping
+#: timer, the executor free between them; the SimulateSteps action has no limit, can be cancelled).
+MAX_SERVICE_STEPS = 2**63 - 1
+#: Wall seconds a StepSimulation call may step: past them it answers RESULT_OPERATION_FAILED
+#: saying how many steps it did (a service client waits meanwhile; the action has no limit).
+STEP_SERVICE_WALL_LIMIT = 10.0
 #: Wall seconds between two slices of a SimulateSteps goal.
 STEPPING_PERIOD = 0.001
+#: A SimulateSteps goal gives feedback at least this many times (after every slice, too).
+FEEDBACK_PER_GOAL = 100
 #: The scopes ResetSimulation honours: time and state are reset together.
 _TIME_AND_STATE = ResetSimulation.Request.SCOPE_TIME | ResetSimulation.Request.SCOPE_STATE
 _STATE_NAMES = {SimulationState.STATE_STOPPED: "STATE_STOPPED", SimulationState.STATE_PLAYING: "STATE_PLAYING",
@@ -102,10 +111,13 @@ def result(code: int = Result.RESULT_OK, message: str = "") -> Result:
 
 @dataclass
 class _SteppingJob:
-    """A SimulateSteps goal being advanced: how far it is, and the future its execute callback awaits."""
+    """A StepSimulation call or SimulateSteps goal (`goal_handle`; None for the service) being
+    advanced on the stepping timer: how far it is, the wall time it must end by (None: no limit,
+    the action can be cancelled), and the future its callback awaits (the Result)."""
 
-    goal_handle: object
+    goal_handle: object | None
     total: int
+    deadline: float | None = None
     completed: int = 0
     done: Future = field(default_factory=Future)
 
@@ -114,9 +126,10 @@ class _SteppingJob:
         return self.total - self.completed
 
     def finish(self, end: str, code: int, message: str = "") -> None:
-        """Put the goal in its terminal state (`end`: succeed, abort or canceled) with this result."""
-        getattr(self.goal_handle, end)()
-        self.done.set_result(SimulateSteps.Result(result=result(code, message)))
+        """Put a goal in its terminal state (`end`: succeed, abort or canceled); the Result."""
+        if self.goal_handle is not None:
+            getattr(self.goal_handle, end)()
+        self.done.set_result(result(code, message))
 
 
 class _Base:
@@ -179,6 +192,17 @@ def _finite(*vectors) -> bool:
     return all(np.all(np.isfinite(np.asarray(v, dtype=float))) for v in vectors)
 
 
+def _beyond_robot_magnitudes(state: EntityState) -> str:
+    """The first position or twist component beyond the simulator's STATE_MAGNITUDE, as a
+    message naming it ('' if none): no robot's, and its products overflow."""
+    for part, vector in (("pose.position", state.pose.position), ("twist.linear", state.twist.linear),
+                          ("twist.angular", state.twist.angular)):
+        for axis, value in zip("xyz", _xyz(vector)):
+            if abs(value) > STATE_MAGNITUDE:
+                return f"{part}.{axis} {value:g} is beyond {STATE_MAGNITUDE:g} (m, m/s, rad/s): no robot's"
+    return ""
+
+
 def _xyz(vector) -> np.ndarray:
     return np.array([vector.x, vector.y, vector.z], dtype=float)
 
@@ -195,6 +219,7 @@ class SimulationInterfacesServer:
         self._publish = publish
         self._base = _Base(session.sim)
         self._job: _SteppingJob | None = None
+        self._step_cost = StepCost()  # sizes the slices of stepping to FAST_TICK_BUDGET
         handlers = {
             "~/get_simulator_features": self._on_get_simulator_features,
             "~/get_simulation_state": self._on_get_simulation_state,
@@ -204,13 +229,23 @@ class SimulationInterfacesServer:
             "~/get_entity_info": self._on_get_entity_info, "~/get_entity_state": self._on_get_entity_state,
             "~/set_entity_state": self._on_set_entity_state,
         }
-        self._services = [node.create_service(SERVICES[name], name, handler) for name, handler in handlers.items()]
+        # StepSimulation awaits the stepping timer: both outside the node's default (mutually
+        # exclusive) group, which the waiting call would otherwise hold, blocking every callback.
+        stepping = {"~/step_simulation": ReentrantCallbackGroup()}
+        self._services = [node.create_service(SERVICES[name], name, handler, callback_group=stepping.get(name))
+                          for name, handler in handlers.items()]
         self._action = ActionServer(node, SimulateSteps, "~/simulate_steps", execute_callback=self._execute_steps,
                                     goal_callback=lambda goal: GoalResponse.ACCEPT,
                                     cancel_callback=lambda goal_handle: CancelResponse.ACCEPT)
         self._stepping_timer = node.create_timer(STEPPING_PERIOD, self._on_stepping_tick,
-                                                 clock=Clock(clock_type=ClockType.STEADY_TIME))
+                                                 clock=Clock(clock_type=ClockType.STEADY_TIME),
+                                                 callback_group=MutuallyExclusiveCallbackGroup())
         self._stepping_timer.cancel()
+
+    def destroy(self) -> None:
+        """Destroy the action server (a waitable: the node's destroy_node leaves it, and the node
+        stays alive in the graph while it exists)."""
+        self._action.destroy()
 
     @property
     def entity(self) -> str:
@@ -301,43 +336,29 @@ class SimulationInterfacesServer:
                           "cannot step: the simulation is playing; pause it first (SetSimulationState STATE_PAUSED)")
         return None
 
-    def _on_step_simulation(self, request: StepSimulation.Request, response: StepSimulation.Response):
-        """`steps` physics steps at once, while paused, then the state is published."""
-        node, session, steps = self._node, self._session, request.steps
-        problem = self._stepping_problem() or self._steps_problem(steps, MAX_SERVICE_STEPS)
-        if problem is not None:
-            response.result = problem
-        elif self._job is not None:
-            response.result = result(Result.RESULT_INCORRECT_STATE,
-                                     "a SimulateSteps goal is stepping the simulation; wait for it or cancel it")
-        elif session.advance(steps, session.current_inputs()):
-            self._publish()
-            response.result = result(message=f"stepped {steps} x {node.dt:g} s to sim time {session.time:.9g} s")
-        else:
-            response.result = result(Result.RESULT_OPERATION_FAILED, f"the simulation diverged ({session.failure})")
+    async def _on_step_simulation(self, request: StepSimulation.Request, response: StepSimulation.Response):
+        """`steps` physics steps while paused, in slices on the stepping timer (the executor serves
+        other requests meanwhile), then the state is published; past STEP_SERVICE_WALL_LIMIT
+        seconds it stops and says how many steps it did."""
+        steps = request.steps
+        problem = self._stepping_problem() or self._steps_problem(steps)
+        if problem is None and self._job is not None:
+            problem = result(Result.RESULT_INCORRECT_STATE,
+                             "a StepSimulation call or SimulateSteps goal is stepping the simulation; wait for it "
+                             "or cancel it")
+        response.result = problem or await self._run_job(
+            _SteppingJob(None, steps, deadline=time.monotonic() + STEP_SERVICE_WALL_LIMIT))
         return response
 
     @staticmethod
-    def _steps_problem(steps: int, most: int | None) -> Result | None:
+    def _steps_problem(steps: int) -> Result | None:
         if steps < 1:
             return result(Result.RESULT_OPERATION_FAILED, "steps must be at least 1")
-        if most is not None and steps > most:
-            return result(Result.RESULT_OPERATION_FAILED,
-                          f"{steps} steps: StepSimulation advances at most {most} at once (it holds the node "
-                          "meanwhile); use the SimulateSteps action for more")
         return None
 
-    # -- SimulateSteps -------------------------------------------------------------------------
-    async def _execute_steps(self, goal_handle) -> SimulateSteps.Result:
-        """Hand the goal to the stepping timer and wait for it: the executor stays free meanwhile."""
-        steps = goal_handle.request.steps
-        problem = self._stepping_problem() or self._steps_problem(steps, None)
-        if problem is None and self._job is not None:
-            problem = result(Result.RESULT_INCORRECT_STATE, "another SimulateSteps goal is stepping the simulation")
-        if problem is not None:
-            goal_handle.abort()
-            return SimulateSteps.Result(result=problem)
-        job = self._job = _SteppingJob(goal_handle, steps)
+    async def _run_job(self, job: _SteppingJob) -> Result:
+        """Hand `job` to the stepping timer and wait for its Result: the executor stays free."""
+        self._job = job
         self._stepping_timer.reset()
         try:
             return await job.done
@@ -345,12 +366,26 @@ class SimulationInterfacesServer:
             self._job = None
             self._stepping_timer.cancel()
 
+    # -- SimulateSteps -------------------------------------------------------------------------
+    async def _execute_steps(self, goal_handle) -> SimulateSteps.Result:
+        """Hand the goal to the stepping timer and wait for it: the executor stays free meanwhile."""
+        steps = goal_handle.request.steps
+        problem = self._stepping_problem() or self._steps_problem(steps)
+        if problem is None and self._job is not None:
+            problem = result(Result.RESULT_INCORRECT_STATE,
+                             "another StepSimulation call or SimulateSteps goal is stepping the simulation")
+        if problem is not None:
+            goal_handle.abort()
+            return SimulateSteps.Result(result=problem)
+        return SimulateSteps.Result(result=await self._run_job(_SteppingJob(goal_handle, steps)))
+
     def _on_stepping_tick(self) -> None:
-        """Advance the goal step by step for FAST_TICK_BUDGET of wall time, feedback after each step."""
-        job, node, session = self._job, self._node, self._session
+        """Advance the job in chunks for FAST_TICK_BUDGET of wall time (feedback after them), or
+        end it: done, cancelled, no longer paused, diverged, or past its wall limit."""
+        job, session = self._job, self._session
         if job is None or job.done.done():
             return
-        if job.goal_handle.is_cancel_requested:
+        if job.goal_handle is not None and job.goal_handle.is_cancel_requested:
             job.finish("canceled", Result.RESULT_OPERATION_FAILED,
                        f"canceled after {job.completed} of {job.total} steps")
             return
@@ -359,20 +394,32 @@ class SimulationInterfacesServer:
             job.finish("abort", problem.result, f"after {job.completed} of {job.total} steps: {problem.error_message}")
             return
         now = time.monotonic()
-        deadline, inputs = now + FAST_TICK_BUDGET, session.current_inputs(now)
-        while job.remaining:
-            if not session.advance(1, inputs):
+        if job.deadline is not None and now >= job.deadline:
+            self._publish()
+            job.finish("abort", Result.RESULT_OPERATION_FAILED,
+                       f"stopped after {job.completed} of {job.total} steps (to sim time {session.time:.9g} s): "
+                       f"StepSimulation steps for at most {STEP_SERVICE_WALL_LIMIT:g} s of wall time; use the "
+                       "SimulateSteps action for longer runs")
+            return
+        inputs, deadline = session.current_inputs(now), now + FAST_TICK_BUDGET
+        # a goal reports progress at least every 1/FEEDBACK_PER_GOAL of its steps
+        most = job.total if job.goal_handle is None else max(1, job.total // FEEDBACK_PER_GOAL)
+        first = True  # each slice makes progress
+        while job.remaining and (first or time.monotonic() < deadline):
+            done, ok = advance_within(lambda n: session.advance(n, inputs), min(job.remaining, most), deadline,
+                                      self._step_cost, MAX_ADVANCE_STEPS, at_least_one=first)
+            first = False
+            job.completed += done
+            if not ok:
                 job.finish("abort", Result.RESULT_OPERATION_FAILED,
                            f"the simulation diverged after {job.completed} of {job.total} steps ({session.failure})")
                 return
-            job.completed += 1
-            job.goal_handle.publish_feedback(
-                SimulateSteps.Feedback(completed_steps=job.completed, remaining_steps=job.remaining))
-            if time.monotonic() >= deadline:
-                break
-        self._publish()
+            if job.goal_handle is not None:
+                job.goal_handle.publish_feedback(
+                    SimulateSteps.Feedback(completed_steps=job.completed, remaining_steps=job.remaining))
         if not job.remaining:
-            job.finish("succeed", Result.RESULT_OK, f"stepped {job.total} x {node.dt:g} s to sim time "
+            self._publish()
+            job.finish("succeed", Result.RESULT_OK, f"stepped {job.total} x {self._node.dt:g} s to sim time "
                                                     f"{session.time:.9g} s")
 
     # -- entities ------------------------------------------------------------------------------
@@ -455,6 +502,9 @@ class SimulationInterfacesServer:
         rotation = [o.w, o.x, o.y, o.z]
         if not _finite(_xyz(state.pose.position), rotation, _xyz(state.twist.linear), _xyz(state.twist.angular)):
             return result(SetEntityState.Response.INVALID_POSE, "pose and twist must be finite numbers")
+        beyond = _beyond_robot_magnitudes(state)
+        if beyond:
+            return result(SetEntityState.Response.INVALID_POSE, beyond)
         norm = math.sqrt(sum(v * v for v in rotation))
         if abs(norm - 1.0) > 1e-3:
             return result(SetEntityState.Response.INVALID_POSE,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ from mb_sim.ros.constraint_services import constraint_service_names, constraint_
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
 from mb_sim.session.command_router import COMMAND_TOPICS
 from mb_sim.session.commands import CommandError
+from mb_sim.session.recorder import RecordingError
 from mb_sim.ros.conversions import stamp, transform_stamped, wrench_stamped
 from mb_sim.ros.motors import motor_diagnostics, motor_states_message
 from mb_sim.ros.reactions import loop_wrenches
@@ -54,8 +56,10 @@ from mb_sim.ros.simulation_interfaces_server import SimulationInterfacesServer
 from mb_sim.ros.springs import spring_markers
 from mb_sim.ros.state_messages import StateMessages
 from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses, frame_tree
+from mb_sim.sim.simulator import STATE_MAGNITUDE
 from mb_sim.session.pacing import (
-    FAST_TICK_BUDGET, FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, is_lagging, lag_warning,
+    FAST_TICK_BUDGET, FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, StepCost,
+    advance_within, is_lagging, lag_warning, tick_budget,
     steps_per_period,
 )
 from mb_sim.sim import AssemblyError, SimulationError, Simulator
@@ -151,12 +155,20 @@ class SimulationNode(Node):
         self._prismatic_motors = {motor for motor, joint in self.sim.motor_joints.items()
                                   if self.robot.joints[joint].joint_description.type == "prismatic"}
         self._last_cap = -math.inf
+        self._tick_budget = tick_budget(1.0 / self.publish_rate)  # wall seconds a tick may advance
+        self._step_cost = StepCost()
+        self._period_left = self.period_steps  # physics steps to the next publish-period boundary
+        self.cut_ticks = 0  # ticks that ran out of their wall budget
+        self.merged_periods = 0  # publish periods that ended without a message of their own
         self._last_clock = -math.inf  # wall time /clock was last published while not running
         self._throttled_loggers: dict = {}  # (topic, kind of problem) -> logger
 
         self._create_interfaces()
         if self.record_file:
-            self._start_recording(self.record_file)
+            try:
+                self._start_recording(self.record_file)
+            except RecordingError as err:  # the simulation runs without it (an ERROR in /diagnostics)
+                self.get_logger().error(f"parameter record_file: {err}; running without recording")
         self._description_pub.publish(String(data=self.urdf_text))
         self._publish_static_transforms()
         self.publish_state()
@@ -335,7 +347,9 @@ class SimulationNode(Node):
         are refused by :meth:`_set_initial_positions`."""
         joints = {j.name for j in robot.joints.values() if len(j.q) == 1}
         overrides = getattr(self, "_parameter_overrides", {})
-        return {name.split(".", 1)[1]: self._number(name, lambda v: True, "", overrides[name].value)
+        within = f"must be within +-{STATE_MAGNITUDE:g} (rad or m: beyond, no robot's)"
+        return {name.split(".", 1)[1]: self._number(name, lambda v: abs(v) <= STATE_MAGNITUDE, within,
+                                                    overrides[name].value)
                 for name in overrides if name.startswith("initial_positions.") and name.split(".", 1)[1] in joints}
 
     def _robot_source(self) -> tuple[str, str, str]:
@@ -521,10 +535,14 @@ class SimulationNode(Node):
         retime the tick timer, restart pacing, log."""
         if event in ("started", "reset"):
             self._restart_pacing()
+        if event == "reset":
+            self._period_left = self.period_steps  # publish periods count from sim time 0 again
         if event == "diverged":
             self.get_logger().error(f"simulation diverged at {details['reason']}; paused, call ~/reset to start again")
         elif event == "stale":
             self._log_stale(details["joints"], details["motors"])
+        elif event == "recording_failed":
+            self.get_logger().error(f"{details['reason']}; recording stopped, the simulation goes on")
         self._retime()
 
     def _log_stale(self, joints: list[str], motors: list[str]) -> None:
@@ -565,8 +583,9 @@ class SimulationNode(Node):
         if not self.running or self.lockstep:  # in lockstep only commands advance
             self._publish_paused_clock(now)
             return
-        if self._pacer.as_fast_as_possible:
-            self._run_fast(now, inputs)
+        if self._pacer.as_fast_as_possible:  # period after period, each published, for a few ms
+            self._advance_publishing(sys.maxsize, inputs, now + FAST_TICK_BUDGET, each_period=True)
+            self._monitor.add(time.monotonic(), self.sim.time)
             return
         slipped = self._pacer.slipped
         advance = self._pacer.next_advance(now, self.sim.time)
@@ -576,23 +595,47 @@ class SimulationNode(Node):
                 f"the simulation fell more than {MAX_CATCH_UP_PERIODS} publish periods behind real time: "
                 f"{self._pacer.slipped - slipped:.3f} s of sim time dropped ({self._pacer.slipped:.3f} s so far)",
                 throttle_duration_sec=WARNING_THROTTLE)
-        # At most one bounded advance per tick: steps beyond it stay due, the pacer's cap drops them
-        if advance.steps and self._session.advance(min(advance.steps, MAX_ADVANCE_STEPS), inputs):
-            self.publish_state()
+        if advance.steps:  # at real time or slower a late tick publishes each period it owes
+            done = self._advance_publishing(advance.steps, inputs, now + self._tick_budget,
+                                            each_period=self.real_time_factor <= 1.0)
+            if done is not None and done < advance.steps:
+                self._cut_tick(now, done, advance.steps)
         self._monitor.add(now, self.sim.time)  # lagging is judged (and logged) with /diagnostics
 
-    def _run_fast(self, start: float, inputs: tuple[np.ndarray, np.ndarray]) -> None:
-        """As fast as possible: publish period after publish period for FAST_TICK_BUDGET of wall
-        time, then back to the executor (commands, services; the next tick follows at once)."""
-        deadline = start + FAST_TICK_BUDGET
-        applied = inputs  # commands only change in callbacks, between ticks: applied once
-        while self._session.advance(self.period_steps, applied):
-            applied = None
+    def _advance_publishing(self, steps: int, inputs, deadline: float, each_period: bool) -> int | None:
+        """Advance up to `steps` physics steps until wall time `deadline`, in chunks that end at
+        publish-period boundaries; publish at each boundary (`each_period`) or once at the end.
+        Boundaries passed without a message of their own are counted (``merged_periods``).  The
+        steps done; None on divergence (nothing published then: the session reports it)."""
+        done, pending = 0, 0
+        while done < steps:
+            n = min(self._period_left, steps - done)
+            applied, inputs = inputs, None  # commands only change between ticks: applied once
+            got, ok = advance_within(lambda k: self._session.advance(k, applied), n, deadline, self._step_cost,
+                                     MAX_ADVANCE_STEPS, at_least_one=done == 0)  # each tick makes progress
+            if not ok:
+                return None
+            done, self._period_left = done + got, self._period_left - got
+            if self._period_left == 0:
+                self._period_left, pending = self.period_steps, pending + 1
+                if each_period:
+                    self.publish_state()
+                    pending = 0
+            if got < n:  # out of wall time
+                break
+        if done and not each_period:  # faster than real time: the state reached, once
+            self.merged_periods += max(0, pending - 1)
             self.publish_state()
-            now = time.monotonic()
-            if now >= deadline:
-                self._monitor.add(now, self.sim.time)
-                return
+        return done
+
+    def _cut_tick(self, now: float, done: int, due: int) -> None:
+        """A tick ran out of its wall budget: the steps left stay due (lag), counted and warned."""
+        self.cut_ticks += 1
+        self._last_cap = now  # lagging: WARN in /diagnostics
+        self.get_logger().warning(
+            f"a tick used its {self._tick_budget * 1e3:.3g} ms of wall time after {done} of the {due} physics steps "
+            f"due: the simulation lags real time ({self.cut_ticks} ticks cut so far)",
+            throttle_duration_sec=WARNING_THROTTLE)
 
     def _publish_paused_clock(self, now: float) -> None:
         """/clock keeps the paused (or diverged) sim time, once per publish period, as Gazebo does:
@@ -666,7 +709,9 @@ class SimulationNode(Node):
 
     def _on_record(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         """Start (data: true; to record_file, else a time-stamped file in the working directory) or
-        stop recording.  Starting while recording is refused and leaves the recording alone."""
+        stop recording.  Starting while recording is refused and leaves the recording alone; a
+        file is never overwritten: a name taken gets a suffix (run.mcap, run_2.mcap...), which the
+        response names."""
         session = self._session
         if request.data and session.recording is not None:
             response.success, response.message = False, f"already recording to {session.recording}"
@@ -674,16 +719,21 @@ class SimulationNode(Node):
             path = self.record_file or f"mb_sim_{datetime.datetime.now():%Y%m%d_%H%M%S}.mcap"
             try:
                 self._start_recording(path)
-            except (OSError, SessionError) as err:
-                reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-                response.success, response.message = False, f"cannot record to {path}: {reason}"
+            except RecordingError as err:
+                response.success, response.message = False, str(err)
             else:
-                response.success, response.message = True, f"recording to {path} from sim time {self.sim.time:.6g} s"
+                response.success = True
+                response.message = f"recording to {session.recording} from sim time {self.sim.time:.6g} s"
         elif session.recording is None:
             response.success, response.message = False, "not recording"
         else:
-            path = session.stop_recording()
-            response.success, response.message = True, f"recording {path} closed at sim time {self.sim.time:.6g} s"
+            try:
+                path = session.stop_recording()
+            except RecordingError as err:
+                response.success, response.message = False, str(err)
+            else:
+                response.success = True
+                response.message = f"recording {path} closed at sim time {self.sim.time:.6g} s"
         _log_outcome(self.get_logger(), response.success, f"~/record: {response.message}")
         return response
 
@@ -698,10 +748,16 @@ class SimulationNode(Node):
                     "joint_states_topic": self._joint_pub.topic_name}
         self._session.start_recording(path, settings, serialize_message(String(data=self.urdf_text)),
                                      lambda text: serialize_message(String(data=text)))
-        self.get_logger().info(f"recording commands and states to {path}")
+        self.get_logger().info(f"recording commands and states to {self._session.recording}")
 
     def destroy_node(self) -> None:
-        self._session.stop_recording()  # a complete file also after Ctrl-C
+        try:
+            self._session.stop_recording()  # a complete file also after Ctrl-C
+        except RecordingError as err:
+            self.get_logger().error(str(err))
+        # rclpy's destroy_node leaves waitables (the SimulateSteps action server) alive, and the
+        # node with them: its participant never said goodbye and peers listed /mb_sim for ~20 s.
+        self._simulation_interfaces.destroy()
         super().destroy_node()
 
     # -- publishing ---------------------------------------------------------------------------
@@ -764,6 +820,7 @@ class SimulationNode(Node):
 
     def _publish_diagnostics(self) -> None:
         now = time.monotonic()
+        self._session.flush_recording()  # what a quiet spell left in memory reaches the file
         achieved = self._monitor.factor() if self.running else None
         lagging = self.running and is_lagging(self.real_time_factor, achieved, now - self._last_cap < RATE_WINDOW)
         if lagging:
@@ -776,6 +833,9 @@ class SimulationNode(Node):
                                         else f"{self.real_time_factor:g}"),
             "achieved real-time factor": "n/a" if achieved is None else f"{achieved:.3f}",
             "sim time dropped to keep up [s]": f"{self._pacer.slipped:.3f}",
+            "publish periods dropped to keep up": f"{self._pacer.slipped * self.publish_rate:.0f}",
+            "publish periods merged into the next message": str(self.merged_periods),
+            "ticks cut at their wall budget": str(self.cut_ticks),
             "physics dt [s]": f"{self.dt:g}",
             "publish rate [Hz]": f"{self.publish_rate:g}",
         }
@@ -797,12 +857,23 @@ class SimulationNode(Node):
             values[f"spring {name} force [N]"] = f"{spring.force:.9g}"
             values[f"spring {name} length [m]"] = f"{spring.distance:.9g}"
         values |= motor_diagnostics(out.motors, self._prismatic_motors)
+        beyond = self.sim.beyond_limits()  # what the stops did not hold: never reported OK
+        values |= {f"joint {name} beyond its limit [rad or m]": f"{excess:.3g}" for name, excess in beyond.items()}
         command_now = self._session.command_time(now)
         ages = [age for age in (self._commands.age(command_now), self._voltages.age(command_now)) if age is not None]
         values["command age [s]"] = f"{min(ages):.3f}" if ages else "no command yet"
         values["backend"] = f"{BACKEND} ({type(self.sim.model).__name__}, rk4)"
+        values["recording"] = self._session.recording or (
+            f"failed: {self._session.recording_failure}" if self._session.recording_failure else "off")
         if self._session.failure is not None:
             level, message = DiagnosticStatus.ERROR, f"diverged at {self._session.failure}; call ~/reset"
+        elif self._session.recording_failure is not None:
+            level = DiagnosticStatus.ERROR
+            message = f"{self._session.recording_failure}; not recording (~/record data: true starts a new one)"
+        elif beyond:
+            level = DiagnosticStatus.WARN
+            message = "beyond the position limit: " + ", ".join(
+                f"joint {name} by {abs(excess):.3g} rad or m" for name, excess in beyond.items())
         elif lagging:
             level = DiagnosticStatus.WARN
             message = f"cannot keep up: real-time factor {values['achieved real-time factor']} " \

@@ -41,7 +41,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["SPIN_POLL", "TEARDOWN_TIMEOUT", "bounded_teardown", "end_process", "interrupted", "run_until_signal",
+__all__ = ["SPIN_POLL", "TEARDOWN_TIMEOUT", "bounded_teardown", "end_process", "interrupted", "leave_graph", "run_until_signal",
            "spin", "spin_node"]
 
 #: Seconds a teardown may take before the process is ended (status 1); below mb-sim-demo's
@@ -151,6 +151,16 @@ def spin(node) -> None:
         executor.shutdown(timeout_sec=0)
 
 
+def leave_graph(context=None) -> None:
+    """Destroy the (shut down) rclpy `context` (default: the default one) now: that deletes its DDS
+    participant, which announces its removal, so peers drop the node from the graph at once.
+    Without it :func:`end_process` skipped the deletion and peers listed the node until its DDS
+    lease ran out (about 20 s: a quick relaunch showed two ``/mb_sim``)."""
+    import rclpy
+
+    (context or rclpy.get_default_context()).destroy()
+
+
 def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], args: list[str] | None = None,
               signal_handlers: bool = True) -> int:
     """Initialize rclpy with `args`, spin the node `create()` makes until Ctrl-C or shutdown, then
@@ -188,6 +198,7 @@ def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], a
                 if node is not None:
                     node.destroy_node()
                 rclpy.try_shutdown()
+                leave_graph()
         except KeyboardInterrupt:
             pass
     return status

@@ -12,14 +12,21 @@ deficit beyond the cap is dropped (the reference point moves; the dropped time i
 advances publish period after publish period, publishing each, until it has used
 ``FAST_TICK_BUDGET`` of wall time, then returns to the executor (commands, services) and the
 next tick follows at once.
+
+Whatever the parameters, a tick's work is bounded in wall time, not only in steps:
+:func:`advance_within` advances in chunks sized by the measured cost of a step (:class:`StepCost`)
+and stops at a deadline (:func:`tick_budget` of the tick's period); the steps not done stay due.
 """
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Pacer", "Advance", "RateMonitor", "steps_per_period", "is_lagging", "lag_warning",
+__all__ = ["Pacer", "Advance", "RateMonitor", "StepCost", "advance_within", "tick_budget",
+           "steps_per_period", "is_lagging", "lag_warning", "TICK_WALL_BUDGET", "TICK_BUDGET_FRACTION", "MIN_TICK_BUDGET",
            "MAX_CATCH_UP_PERIODS", "FAST_TIMER_PERIOD", "FAST_TICK_BUDGET", "LAG_THRESHOLD", "RATE_WINDOW"]
 
 #: At most this many publish periods of simulation per tick.
@@ -29,6 +36,13 @@ MAX_CATCH_UP_PERIODS = 5
 FAST_TIMER_PERIOD = 1e-4
 #: Wall time [s] one tick may spend advancing as fast as possible before it serves callbacks.
 FAST_TICK_BUDGET = 0.005
+#: Most wall time [s] one real-time tick spends advancing, whatever the parameters: the steps
+#: still due then stay due (the simulation lags; the catch-up cap drops what it cannot recover).
+TICK_WALL_BUDGET = 0.05
+#: ... and at most this fraction of the tick's period, so the timer keeps its rate, but never
+#: less than MIN_TICK_BUDGET (the Python around a tick takes tens of microseconds).
+TICK_BUDGET_FRACTION = 0.5
+MIN_TICK_BUDGET = 0.002
 #: The simulation is lagging when the achieved factor is below this fraction of the target.
 LAG_THRESHOLD = 0.9
 #: Window [s] over which the achieved real-time factor is measured.
@@ -144,3 +158,58 @@ def lag_warning(target: float, achieved: float | None) -> str:
                 f"real time since it last started (target real-time factor {target:g}; achieved not measured yet)")
     return (f"the simulation cannot keep up: achieved real-time factor {achieved:.2f} over the last "
             f"{RATE_WINDOW:g} s (target {target:g})")
+
+
+def tick_budget(period: float) -> float:
+    """Wall seconds a tick of `period` seconds may spend advancing (:data:`TICK_WALL_BUDGET`,
+    :data:`TICK_BUDGET_FRACTION`)."""
+    return min(TICK_WALL_BUDGET, max(TICK_BUDGET_FRACTION * period, MIN_TICK_BUDGET))
+
+
+class StepCost:
+    """Running estimate of the wall seconds one physics step takes, from chunks measured: sizes
+    the next chunk so one call of the (uninterruptible) compiled integrator ends near a deadline."""
+
+    #: The first chunk, before anything is measured; later chunks grow at most this many times.
+    FIRST_CHUNK = 16
+    GROWTH = 8
+
+    def __init__(self) -> None:
+        self.seconds: float | None = None
+        self._last_chunk = 0
+
+    def chunk(self, wall_left: float, most: int) -> int:
+        """Steps to advance next with `wall_left` seconds to go: at least one, at most `most`."""
+        if self.seconds is None or self.seconds <= 0:
+            size = self.FIRST_CHUNK
+        else:
+            size = min(int(wall_left / self.seconds), max(self._last_chunk, 1) * self.GROWTH)
+        self._last_chunk = max(1, min(size, most))
+        return self._last_chunk
+
+    def measured(self, steps: int, seconds: float) -> None:
+        """`steps` steps took `seconds` of wall time."""
+        if steps > 0 and seconds >= 0:
+            sample = seconds / steps
+            self.seconds = sample if self.seconds is None else 0.5 * (self.seconds + sample)
+
+
+def advance_within(advance: Callable[[int], bool], steps: int, deadline: float, cost: StepCost,
+                   most_per_call: int, clock: Callable[[], float] = time.monotonic,
+                   at_least_one: bool = False) -> tuple[int, bool]:
+    """Advance `steps` physics steps with ``advance(n)`` in chunks sized by `cost` (at most
+    `most_per_call` each), stopping once `clock()` reaches `deadline` (checked before every chunk,
+    but the first when `at_least_one`: a caller's progress whatever its own overhead);
+    (steps done, False if ``advance`` said the simulation diverged)."""
+    done = 0
+    while done < steps:
+        now = clock()
+        if now >= deadline and not (at_least_one and done == 0):
+            break
+        n = cost.chunk(deadline - now, min(steps - done, most_per_call))
+        ok = advance(n)
+        cost.measured(n, clock() - now)
+        if not ok:
+            return done, False
+        done += n
+    return done, True

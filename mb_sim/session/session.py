@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mb_sim.session.command_router import CommandRouter
-from mb_sim.session.recorder import Recorder
+from mb_sim.session.recorder import Recorder, RecordingError
 from mb_sim.sim import SimulationError, Simulator
 
 __all__ = ["Session", "SessionError", "Listener", "EVENTS", "MAX_ADVANCE_STEPS"]
@@ -40,8 +40,9 @@ MAX_ADVANCE_STEPS = 100_000
 #: What :meth:`Session.subscribe` listeners hear: ``event`` and its details.
 #: ``stopped`` (paused, or diverged: details ``reason``), ``started`` (resumed), ``reset``
 #: (details ``recovered``: it had diverged), ``diverged`` (details ``reason``), ``stale`` (details
-#: ``joints`` and ``motors`` whose commands timed out).
-EVENTS = ("stopped", "started", "reset", "diverged", "stale")
+#: ``joints`` and ``motors`` whose commands timed out), ``recording_failed`` (the recording could
+#: not be written and is over: details ``reason``, naming the file).
+EVENTS = ("stopped", "started", "reset", "diverged", "stale", "recording_failed")
 
 Listener = Callable[..., None]
 
@@ -65,6 +66,7 @@ class Session:
         self._stopped_since: float | None = clock() if start_paused else None  # not running since (wall)
         self._stopped_total = 0.0  # wall seconds not running before that
         self._recorder: Recorder | None = None
+        self._recording_failure: str | None = None
         self._listeners: list[Listener] = []
 
     # -- what a client may read ------------------------------------------------------------------
@@ -103,6 +105,11 @@ class Session:
         """The path of the open recording (None: not recording)."""
         return None if self._recorder is None else self._recorder.path
 
+    @property
+    def recording_failure(self) -> str | None:
+        """Why the last recording failed (None: it did not, or a recording started since)."""
+        return self._recording_failure
+
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener(event, **details)`` on each of :data:`EVENTS`."""
         self._listeners.append(listener)
@@ -133,8 +140,7 @@ class Session:
         whether it recovered from a divergence."""
         self._sim.reset()
         self._router.clear()
-        if self._recorder is not None:
-            self._recorder.event(self.time, event="reset")
+        self._record("event", self.time, event="reset")
         recovered, self._failure = self._failure is not None, None
         if recovered and not self._paused:
             self._started()
@@ -162,8 +168,7 @@ class Session:
         time `now`: stale ones zero, announced (event ``stale``, and in the recording) once."""
         inputs, stale_joints, stale_motors = self._router.current(self.command_time(now))
         if stale_joints or stale_motors:
-            if self._recorder is not None:
-                self._recorder.event(self.time, event="stale", joints=stale_joints, motors=stale_motors)
+            self._record("event", self.time, event="stale", joints=stale_joints, motors=stale_motors)
             self._emit("stale", joints=stale_joints, motors=stale_motors)
         return inputs
 
@@ -210,18 +215,23 @@ class Session:
         """Enable (projecting the state onto it) or release constraint `name`; ValueError
         (unknown name) or SimulationError (cannot be enabled here) change nothing."""
         self._sim.set_constraint_enabled(name, enabled)
-        if self._recorder is not None:
-            self._recorder.event(self.time, event="constraint", name=name, enabled=bool(enabled))
+        self._record("event", self.time, event="constraint", name=name, enabled=bool(enabled))
 
     # -- recording ----------------------------------------------------------------------------------
     def start_recording(self, path: str, settings: dict, urdf: bytes, string: Callable[[str], bytes]) -> None:
         """Record to `path` from the current state (`settings`: what a replay needs beside the
-        state, `urdf` and `string` as :class:`Recorder` takes them).  Refused
-        (:class:`SessionError`, nothing opened, no file touched) while recording; OSError when the
-        file cannot be written."""
+        state, `urdf` and `string` as :class:`Recorder` takes them; a name taken gets a numbered
+        suffix: :attr:`recording` is the path written).  Refused (:class:`SessionError`, nothing
+        opened, no file touched) while recording; :class:`RecordingError` (also kept as
+        :attr:`recording_failure`) when the file cannot be written."""
         if self._recorder is not None:
             raise SessionError(f"already recording to {self._recorder.path}")
-        self._recorder = Recorder(path, {**settings, **self._recording_state()}, urdf, string)
+        try:
+            self._recorder = Recorder(path, {**settings, **self._recording_state()}, urdf, string, self._clock)
+        except RecordingError as err:
+            self._recording_failure = str(err)
+            raise
+        self._recording_failure = None
 
     def _recording_state(self) -> dict:
         """The state a recording starts from: time, q, u, z, constraints, the initial state, commands."""
@@ -235,13 +245,35 @@ class Session:
 
     def write(self, topic: str, type_name: str, data: bytes) -> None:
         """Message `data` (CDR) on `topic` at the current sim time, when recording."""
-        if self._recorder is not None:
-            self._recorder.write(topic, type_name, data, self.time)
+        self._record("write", topic, type_name, data, self.time)
+
+    def flush_recording(self) -> None:
+        """Flush the recording if messages have waited long enough (call it on a wall-clock timer:
+        what was recorded before a quiet spell reaches the file too)."""
+        self._record("flush_if_due")
 
     def stop_recording(self) -> str | None:
-        """Close the recording, if any; its path."""
+        """Close the recording, if any; its path.  RecordingError (also kept as
+        :attr:`recording_failure`) when the file cannot be completed; the recording is over."""
         recorder, self._recorder = self._recorder, None
         if recorder is None:
             return None
-        recorder.close()
+        try:
+            recorder.close()
+        except RecordingError as err:
+            self._recording_failure = str(err)
+            raise
         return recorder.path
+
+    def _record(self, method: str, *args, **fields) -> None:
+        """Call the recorder's `method`, if recording; a failure ends the recording (the file
+        keeps what was flushed) and is announced (event ``recording_failed``), the run goes on."""
+        if self._recorder is None:
+            return
+        try:
+            getattr(self._recorder, method)(*args, **fields)
+        except RecordingError as err:
+            recorder, self._recorder = self._recorder, None
+            recorder.abandon()
+            self._recording_failure = str(err)
+            self._emit("recording_failed", reason=str(err))

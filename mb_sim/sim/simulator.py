@@ -43,8 +43,19 @@ INTEGRATORS = {
 }
 #: Assembly names coordinates it moved by more than this [rad or m] (AssemblyWarning).
 ASSEMBLY_NOTED = 1e-6
-#: Joint stops are tuned to a critically damped frequency of STOP_FREQUENCY / dt rad/s.
+#: Joint stops are tuned critically damped, at a frequency of at least STOP_FREQUENCY / dt rad/s
+#: and stiff enough to hold the joint's rated effort within STOP_OVERSHOOT (rad or m) of its
+#: limit, up to STOP_STIFFEST_FREQUENCY / dt: RK4 is stable on a critically damped stop up to
+#: 2.78 / dt (the smallest effective inertia makes the frequency an upper bound).
 STOP_FREQUENCY = 0.25
+STOP_OVERSHOOT = 0.01
+STOP_STIFFEST_FREQUENCY = 1.5
+#: How far beyond a position limit a joint may be before :meth:`Simulator.beyond_limits` names it
+#: (rad for revolute, m for prismatic joints): the stops concede STOP_OVERSHOOT at the rated effort.
+LIMIT_TOLERANCE = {"revolute": 0.05, "prismatic": 0.01}
+#: Positions and speeds given by name (initial positions, set_state) above this magnitude are
+#: refused: no robot's (rad or m, rad/s or m/s; a wheel's angle after 100 km stays below).
+STATE_MAGNITUDE = 1e6
 #: Most RK4 steps in one call of the generated code: between calls Python handles signals
 #: (Ctrl-C) and judges runaways, so a long ``advance`` stays interruptible and a runaway is found
 #: within this many steps.
@@ -455,6 +466,9 @@ class Simulator:
             value = float(value)
             if not np.isfinite(value):
                 raise ValueError(f"{what} of {name!r} is not finite: {value}")
+            if abs(value) > STATE_MAGNITUDE:
+                raise ValueError(f"{what} of {name!r} is {value:g}, beyond {STATE_MAGNITUDE:g} (rad or m, "
+                                 "rad/s or m/s): no robot's")
             target[index] = given[index] = value
         return given
 
@@ -599,18 +613,48 @@ class Simulator:
         return float(self.model.buffers.params[self.parameter_names.index(name)])
 
     def _tune_stops(self) -> None:
-        """Critically damped stops at STOP_FREQUENCY / dt, scaled by each joint's smallest
-        effective inertia (1 / (M^-1)_ii, the other joints free) over the neutral, the
-        derivation's generic and eight seeded random poses: M_ii at the neutral pose overstates it
-        in folded poses, where a stop tuned from it is too stiff for RK4 at dt."""
-        stops = [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, JointLimitStop)]
+        """Critically damped stops scaled by each joint's smallest effective inertia (1 / (M^-1)_ii,
+        the other joints free) over the neutral, the derivation's generic and eight seeded random
+        poses: M_ii at the neutral pose overstates it in folded poses, where a stop tuned from it
+        is too stiff for RK4 at dt.  The frequency (:meth:`_stop_frequency`) holds the rated
+        effort within STOP_OVERSHOOT where RK4 stays stable; it scales with 1 / dt, so a stop is
+        stable and dissipative at any step size."""
+        stops = self._limit_stops()
         if not stops:
             return
         inertia = self._smallest_effective_inertia()
-        omega = STOP_FREQUENCY / self.dt
         for stop in stops:
-            speed = self._one_dof[stop.parent.name][1]
+            joint = stop.parent.name
+            speed = self._one_dof[joint][1]
+            effort = (self.effort_limits[self._actuated_index[joint]] if joint in self._actuated_index
+                      else stop.parent.joint_description.limit.effort)  # the clamp, else the rating
+            omega = self._stop_frequency(inertia[speed], float(effort))
             self.set_parameters({str(stop.k): inertia[speed] * omega**2, str(stop.c): 2.0 * inertia[speed] * omega})
+
+    def _limit_stops(self) -> list[JointLimitStop]:
+        """The stops of the joints with URDF position limits."""
+        return [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, JointLimitStop)]
+
+    def beyond_limits(self) -> dict[str, float]:
+        """Joints beyond a URDF position limit by more than LIMIT_TOLERANCE, with how far (rad or m;
+        positive above the upper limit, negative below the lower): what the stops did not hold."""
+        beyond = {}
+        for stop in self._limit_stops():
+            joint = stop.parent.name
+            q = float(self.model.buffers.q[self._one_dof[joint][0]])
+            bounds = {side: self.parameter(str(symbol)) for side, symbol in stop.bounds.items()}  # as tuned at run time
+            excess = max(q - bounds["upper"], 0.0) if "upper" in bounds else 0.0
+            if "lower" in bounds and q < bounds["lower"]:
+                excess = q - bounds["lower"]
+            if abs(excess) > LIMIT_TOLERANCE[stop.parent.joint_description.type]:
+                beyond[joint] = excess
+        return beyond
+
+    def _stop_frequency(self, inertia: float, effort: float) -> float:
+        """The stop's frequency [rad/s]: at least STOP_FREQUENCY / dt, as stiff as holding `effort`
+        (the URDF's rated effort) within STOP_OVERSHOOT needs, at most STOP_STIFFEST_FREQUENCY / dt."""
+        needed = math.sqrt(effort / (inertia * STOP_OVERSHOOT)) if math.isfinite(effort) and inertia > 0 else 0.0
+        return min(max(STOP_FREQUENCY / self.dt, needed), STOP_STIFFEST_FREQUENCY / self.dt)
 
     def _smallest_effective_inertia(self) -> np.ndarray:
         """Per generalized speed, min over configurations of 1 / (M^-1)_ii (the state is kept;
@@ -710,24 +754,29 @@ class Simulator:
         def load(x: np.ndarray) -> None:
             b.q[:], b.u[:], b.z[:] = x[:n_q], x[n_q:n], x[n:]
 
+        failures: list[FactorizationError] = []
+
         def derivative(t: float, x: np.ndarray) -> np.ndarray:
             load(x)
-            self.model.forward_dynamics_into(t)
+            try:
+                self.model.forward_dynamics_into(t)
+            except FactorizationError as err:  # a trial stage of a step too long (a stiff stop):
+                failures.append(err)           # an infinite rate makes the solver reject the step
+                return np.full(len(x), np.inf)
             return np.concatenate([b.qdot, b.udot, b.zdot])
 
         self.runaway.begin(t0)
         try:
             solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.integrator,
                                  rtol=self.rtol, atol=self.atol)
-        except FactorizationError as err:
-            load(start)
-            raise self._failure(err.code, at=err.t) from None
         except KeyboardInterrupt:  # the buffers hold a trial stage: back to the start
             load(start)
             raise
         end = solution.y[:, -1]
         if not solution.success or not np.all(np.isfinite(end)):
             load(start)
+            if failures:  # the solver could not step past a state where the dynamics fail
+                raise self._failure(failures[-1].code, at=failures[-1].t) from None
             raise self._failure(3, at=float(solution.t[-1]), detail=solution.message)
         load(end)
         self.time += duration

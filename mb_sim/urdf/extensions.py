@@ -28,6 +28,12 @@ EXTENSION_TAG = "mb_sim"
 #: Names of force laws and elements: identifiers, so they can name symbols and ROS topics.
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-.]*$")
 _TRUE, _FALSE = ("true", "1"), ("false", "0")
+#: The largest magnitude of a number, by attribute: beyond it the number is no robot's (and
+#: products of such numbers overflow).  Positions, lengths, angles and gravity 1e4 (m, rad,
+#: m/s^2), ratios 1e6, anything else (stiffness, resistance, voltage...) 1e12.
+_MAGNITUDE_BOUNDS = {"xyz": 1e4, "rpy": 1e4, "reference_length": 1e4, "radius": 1e4, "offset": 1e4,
+                     "reference": 1e4, "ratio": 1e6, "gear_ratio": 1e6}
+_ANY_MAGNITUDE = 1e12
 
 
 class _Element:
@@ -66,7 +72,8 @@ class _Element:
             if default is None:
                 self.fail(f"needs a '{attribute}' attribute")
             return default
-        value = _numbers(raw, 1, lambda p: self.fail(p, f" <{self.element.tag} {attribute}=\"{raw}\">"))[0]
+        value = _numbers(raw, 1, lambda p: self.fail(p, f" <{self.element.tag} {attribute}=\"{raw}\">"),
+                         _MAGNITUDE_BOUNDS.get(attribute, _ANY_MAGNITUDE))[0]
         if minimum is not None and value < minimum:
             self.fail(f"{attribute} must not be below {minimum:g}, got {value:g}")
         if positive and not value > 0:
@@ -103,14 +110,16 @@ class _Element:
         if raw is None:
             return np.array(default, dtype=float)
         where = f" <{child.tag} {attribute}=\"{raw}\">"
-        return np.array(_numbers(raw, 3, lambda p: self.fail(p, where)))
+        bound = _MAGNITUDE_BOUNDS["ratio" if child.tag == "axis" else attribute]  # an axis: a direction
+        return np.array(_numbers(raw, 3, lambda p: self.fail(p, where), bound))
 
 
 _CHILD_ATTRIBUTES = {"origin": {"xyz", "rpy"}, "child_origin": {"xyz", "rpy"}, "axis": {"xyz"},
                      "marker": {"link", "xyz"}}
 
 
-def _numbers(raw: str, count: int, fail: Callable[[str], None]) -> list[float]:
+def _numbers(raw: str, count: int, fail: Callable[[str], None], bound: float = _ANY_MAGNITUDE) -> list[float]:
+    """`count` finite numbers of magnitude at most `bound` read from `raw`, else `fail`."""
     try:
         values = [float(v) for v in raw.split()]
     except ValueError:
@@ -119,6 +128,8 @@ def _numbers(raw: str, count: int, fail: Callable[[str], None]) -> list[float]:
         fail(f"expected {count} number(s), got {len(values)}")
     if not all(math.isfinite(v) for v in values):
         fail("NaN or infinite value")
+    if max(abs(v) for v in values) > bound:
+        fail(f"magnitude above {bound:g}: no robot's")
     return values
 
 
@@ -225,7 +236,7 @@ def _gravity(raw: ET.Element, source: str) -> np.ndarray:
     e.children(())
     if raw.get("xyz") is None:
         e.fail("needs an 'xyz' attribute (the gravitational acceleration in world axes, m/s^2)")
-    return np.array(_numbers(raw.get("xyz"), 3, lambda p: e.fail(p, f" <gravity xyz=\"{raw.get('xyz')}\">")))
+    return np.array(_numbers(raw.get("xyz"), 3, lambda p: e.fail(p, f" <gravity xyz=\"{raw.get('xyz')}\">"), 1e4))
 
 
 _READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,

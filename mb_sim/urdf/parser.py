@@ -49,6 +49,22 @@ NUMERIC_ATTRIBUTES = {
     "mimic": {"multiplier": 1, "offset": 1},
     "parameter": {"value": 1},
 }
+#: Elements nested deeper than this are refused before anything recurses over them (real URDFs
+#: nest at most 7 deep: example-robot-data's hyq; Python recursion stops near 1000).
+MAX_ELEMENT_DEPTH = 64
+#: The largest magnitude each numeric attribute may have: beyond it the number is no robot's
+#: (and products of such numbers overflow).  Lengths and angles 1e4 (m, rad), masses 1e6 kg,
+#: inertias 1e8 kg m^2 (1e6 kg 10 m across); example-robot-data stays below 2e4 everywhere.
+#: ``<limit>`` is not here: a bound above NO_LIMIT_ABOVE means "no limit" (see there).
+MAGNITUDE_BOUNDS = {
+    ("origin", "xyz"): 1e4, ("origin", "rpy"): 1e4, ("mass", "value"): 1e6, ("axis", "xyz"): 1e6,
+    **{("inertia", name): 1e8 for name in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")},
+    ("dynamics", "damping"): 1e9, ("dynamics", "friction"): 1e9,
+    ("mimic", "multiplier"): 1e6, ("mimic", "offset"): 1e4, ("parameter", "value"): 1e12,
+}
+#: A ``<limit>`` bound (lower, upper, effort, velocity) of larger magnitude is read as no limit:
+#: exporters write 1e16 (example-robot-data's iris) or DBL_MAX for "unlimited".
+NO_LIMIT_ABOVE = 1e9
 
 
 def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> RobotDescription:
@@ -67,6 +83,7 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> RobotDes
     """
     text, source = _read_source(path_or_xml)
     root = _parse_xml(text, source)
+    _check_depth(root, source)
     warned: set[str] = set()
     components = _read_top_level(root, source, warned)
     extensions = read_extensions(root.findall(EXTENSION_TAG), source)
@@ -102,6 +119,29 @@ def _parse_xml(text: str, source: str) -> ET.Element:
     if root.tag != "robot":
         raise URDFError(source, f"<{root.tag}>", "the document element must be <robot>")
     return root
+
+
+def _check_depth(root: ET.Element, source: str) -> None:
+    """Refuse elements nested deeper than MAX_ELEMENT_DEPTH, counted without recursion: the
+    readers after this one (ElementTree's serializer, urdf_parser_py) recurse per level."""
+    pending = [(root, 1, root)]
+    while pending:
+        element, depth, top = pending.pop()
+        if depth > MAX_ELEMENT_DEPTH:
+            where = _element_label(top) if top is not root and top.get("name") else f"<{top.tag}>"
+            raise URDFError(source, where, f"elements nested {_depth(element, depth)} deep; mb_sim reads at most "
+                                           f"{MAX_ELEMENT_DEPTH} levels (real URDFs nest a few: example-robot-data 7)")
+        pending.extend((child, depth + 1, child if element is root else top) for child in element)
+
+
+def _depth(element: ET.Element, depth: int) -> int:
+    """`depth` plus the depth of the deepest path below `element` (iteratively)."""
+    deepest, pending = depth, [(element, depth)]
+    while pending:
+        current, level = pending.pop()
+        deepest = max(deepest, level)
+        pending.extend((child, level + 1) for child in current)
+    return deepest
 
 
 def _warn_once(warned: set[str], key: str, message: str) -> None:
@@ -168,6 +208,13 @@ def _check_numbers(root: ET.Element, source: str) -> None:
                     raise URDFError(source, where, f"expected {count} number(s), got {len(values)}")
                 if not all(math.isfinite(v) for v in values):
                     raise URDFError(source, where, "NaN or infinite value")
+                bound = MAGNITUDE_BOUNDS.get((element.tag, attribute))
+                if bound is not None and max(abs(v) for v in values) > bound:
+                    raise URDFError(source, where, f"magnitude above {bound:g}: no robot's ({_UNITS[element.tag]})")
+
+
+_UNITS = {"origin": "m and rad", "mass": "kg", "inertia": "kg m^2", "axis": "a direction",
+          "dynamics": "N m s/rad or N s/m, N m or N", "mimic": "a ratio, rad or m", "parameter": "any unit"}
 
 
 def _dynamics_elements(top: ET.Element):
@@ -259,6 +306,11 @@ def _stated_limits(root: ET.Element) -> dict[str, set[str]]:
             for joint in root.findall("joint") for limit in joint.findall("limit")}
 
 
+def _bound(value: float | None) -> float | None:
+    """A ``<limit>`` bound, None where the URDF says "no limit" in numbers (beyond NO_LIMIT_ABOVE)."""
+    return None if value is None or abs(float(value)) > NO_LIMIT_ABOVE else float(value)
+
+
 def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str]) -> JointDescription:
     """A JointDescription; position bounds only where the URDF states them (else unbounded)."""
     label = f"joint '{joint.name}'"
@@ -275,10 +327,10 @@ def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str]) -
                                 f"a negative {bound} limit means nothing (limits are magnitudes)")
         bounded = joint.type in ("revolute", "prismatic")
         limit = JointLimit(
-            lower=float(joint.limit.lower) if bounded and "lower" in stated else None,
-            upper=float(joint.limit.upper) if bounded and "upper" in stated else None,
-            velocity=float(joint.limit.velocity) if joint.limit.velocity else float("inf"),
-            effort=float(joint.limit.effort) if joint.limit.effort else float("inf"),
+            lower=_bound(joint.limit.lower) if bounded and "lower" in stated else None,
+            upper=_bound(joint.limit.upper) if bounded and "upper" in stated else None,
+            velocity=_bound(joint.limit.velocity) or float("inf"),
+            effort=_bound(joint.limit.effort) or float("inf"),
         )
         if limit.lower is not None and limit.upper is not None and limit.lower > limit.upper:
             raise URDFError(source, f"{label} <limit>", f"lower {limit.lower} is above upper {limit.upper}")

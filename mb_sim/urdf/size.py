@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from mb_sim.urdf.description import JOINT_TYPES, JointDescription
+from mb_sim.urdf.description import JOINT_TYPES, LOOP_JOINT_TYPES, JointDescription, RobotDescription
 from mb_sim.urdf.errors import URDFError
 
-__all__ = ["MAX_MASS_MATRIX_ENTRIES", "ModelSize", "check_model_size", "model_size"]
+__all__ = ["MAX_CONSTRAINT_ROWS", "MAX_LINKS", "MAX_MASS_MATRIX_ENTRIES", "MAX_SPEEDS", "ModelSize", "check_model_size",
+           "constraint_rows", "model_size"]
 
 #: The largest model mb_sim derives and compiles, in mass-matrix entries on and below the diagonal
 #: on the tree's sparsity (see the module docstring): 2080 is a chain of 64 links.  Measured on
@@ -28,6 +29,19 @@ __all__ = ["MAX_MASS_MATRIX_ENTRIES", "ModelSize", "check_model_size", "model_si
 #: largest example-robot-data models are well below (Talos full on a floating base 567, tiago_dual
 #: on a floating base 1557: 1.6 MB of C).  Raise it when the generated code gets smaller.
 MAX_MASS_MATRIX_ENTRIES = 2080
+#: The most generalized speeds mb_sim derives, whatever the tree's shape: a wide tree has few
+#: mass-matrix entries but its forcing, Jacobians and C grow with the speeds (150 links on one root:
+#: 150 entries, 16 s of Kane's equations, 1.07 MB of C, 47 s of compiling; 500, minutes).  The
+#: largest example-robot-data model has 107 (tiago_dual on a floating base).
+MAX_SPEEDS = 128
+#: The most scalar constraint rows (a <mimic> or <coordinate_constraint> 1, a <loop_joint> up to
+#: 6): each adds a row of the constraint Jacobian to derive.  example-robot-data has at most 12
+#: (Talos' mimic fingers), mb_sim's examples 10; 500 loop joints on one link took 44 s to load.
+MAX_CONSTRAINT_ROWS = 128
+#: The most links (fixed joints included: each is merged into the body it moves with, at a cost
+#: that grows faster than the count: 250 fixed links load in 2.5 s, 500 in 15 s, 2000 in more than
+#: 5 minutes).  example-robot-data has at most 130 (tiago_dual).
+MAX_LINKS = 256
 
 
 @dataclass(frozen=True)
@@ -59,13 +73,38 @@ def model_size(joints: Iterable[JointDescription], root: str) -> ModelSize:
     return ModelSize(speeds, deepest, entries)
 
 
-def check_model_size(source: str, name: str, joints: Iterable[JointDescription], root: str) -> ModelSize:
-    """The model's size; URDFError naming the robot if it is above MAX_MASS_MATRIX_ENTRIES."""
+def constraint_rows(description: RobotDescription) -> int:
+    """Scalar constraint rows the description asks for (before redundancy is removed)."""
+    extensions = description.extensions
+    return (sum(1 for joint in description.joints if joint.mimic is not None and JOINT_TYPES[joint.type])
+            + len(extensions.coordinate_constraints)
+            + sum(LOOP_JOINT_TYPES[loop.type] for loop in extensions.loop_joints))
+
+
+def check_model_size(source: str, name: str, joints: Iterable[JointDescription], root: str,
+                     constraints: int = 0) -> ModelSize:
+    """The model's size; URDFError naming the robot if it is above MAX_MASS_MATRIX_ENTRIES, has
+    more than MAX_SPEEDS speeds, MAX_LINKS links or MAX_CONSTRAINT_ROWS `constraints`."""
+    joints = list(joints)
     size = model_size(joints, root)
+    raise_it = "(mb_sim.urdf.size.{}, a constant, not an option: beyond it {})"
+    compiling = "derivation takes minutes and the C compiler gigabytes"
     if size.entries > MAX_MASS_MATRIX_ENTRIES:
         raise URDFError(source, f"robot '{name}'", (
             f"too large to derive and compile: {size.speeds} generalized speeds (up to {size.depth} in series "
             f"from the root) make {size.entries} mass-matrix entries on and below the diagonal (each speed counts "
             f"the speeds on its path to the root); the limit is {MAX_MASS_MATRIX_ENTRIES}, a 64-link chain, "
             "whose 1 MB of C takes the C compiler a minute and 1.8 GB, growing superlinearly beyond"))
+    if size.speeds > MAX_SPEEDS:
+        raise URDFError(source, f"robot '{name}'", (
+            f"too large to derive and compile: {size.speeds} generalized speeds; the limit is {MAX_SPEEDS} "
+            + raise_it.format("MAX_SPEEDS", compiling)))
+    if len(joints) + 1 > MAX_LINKS:
+        raise URDFError(source, f"robot '{name}'", (
+            f"too large to load: {len(joints) + 1} links; the limit is {MAX_LINKS} "
+            + raise_it.format("MAX_LINKS", "loading takes minutes")))
+    if constraints > MAX_CONSTRAINT_ROWS:
+        raise URDFError(source, f"robot '{name}'", (
+            f"too large to derive and compile: {constraints} scalar constraints (mimics, coordinate constraints, "
+            f"loop joints); the limit is {MAX_CONSTRAINT_ROWS} " + raise_it.format("MAX_CONSTRAINT_ROWS", compiling)))
     return size
