@@ -10,6 +10,8 @@ import subprocess
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
+from simulation_interfaces.msg import Result
+from simulation_interfaces.srv import StepSimulation
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool
@@ -180,22 +182,28 @@ def spring_force(x: float, v: float) -> float:
     return SPRING_K * (x - SPRING_L0) + SPRING_D * v
 
 
-def test_spring_force_and_length_in_diagnostics(spring_mass, peer):
+def test_spring_force_and_length_in_diagnostics(nodes, peer):
+    # Paused and stepped, so /diagnostics reports the sim time of the state last published (running,
+    # a tick may end between publish periods, whose states are the only ones published).
+    nodes.get("-p", "urdf_file:=spring_mass", "-p", "start_paused:=true")
     diagnostics = peer.collect(DiagnosticArray, "/diagnostics")
     states = peer.collect(JointState, "/joint_states")
-    assert peer.spin_until(lambda: len(diagnostics) >= 2, 5)
-    checked = 0
-    for array in diagnostics:
-        values = {kv.key: kv.value for kv in array.status[0].values}
-        at = float(values["sim time [s]"])
-        state = next((s for s in states if abs(stamp_of(s) - at) < 1e-7), None)
-        if state is None:
-            continue
-        x, v = BODY_X0 + state.position[0], state.velocity[0]
-        assert float(values["spring spring length [m]"]) == pytest.approx(x, abs=1e-8)
-        assert float(values["spring spring force [N]"]) == pytest.approx(spring_force(x, v), abs=1e-7)
-        checked += 1
-    assert checked, "no /diagnostics at the sim time of a received joint state"
+    stepped = peer.call(StepSimulation, "/mb_sim/step_simulation", StepSimulation.Request(steps=123))
+    assert stepped.result.result == Result.RESULT_OK, stepped.result.error_message
+
+    def reported() -> dict | None:
+        for array in diagnostics:
+            values = {kv.key: kv.value for kv in array.status[0].values}
+            if abs(float(values["sim time [s]"]) - 0.123) < 1e-7:
+                return values
+        return None
+
+    assert peer.spin_until(lambda: reported() is not None and any(abs(stamp_of(s) - 0.123) < 1e-7 for s in states), 10)
+    values, state = reported(), next(s for s in states if abs(stamp_of(s) - 0.123) < 1e-7)
+    x, v = BODY_X0 + state.position[0], state.velocity[0]
+    assert v != 0.0  # it moved
+    assert float(values["spring spring length [m]"]) == pytest.approx(x, abs=1e-8)
+    assert float(values["spring spring force [N]"]) == pytest.approx(spring_force(x, v), abs=1e-7)
 
 
 def test_spring_marker_runs_from_the_anchor_to_the_body(spring_mass, peer):

@@ -751,13 +751,18 @@ class SimulationNode(Node):
         self.get_logger().info(f"recording commands and states to {self._session.recording}")
 
     def destroy_node(self) -> None:
+        # Also after a constructor that failed part way (a bad URDF): what exists is torn down.
+        session = getattr(self, "_session", None)
         try:
-            self._session.stop_recording()  # a complete file also after Ctrl-C
+            if session is not None:
+                session.stop_recording()  # a complete file also after Ctrl-C
         except RecordingError as err:
             self.get_logger().error(str(err))
         # rclpy's destroy_node leaves waitables (the SimulateSteps action server) alive, and the
         # node with them: its participant never said goodbye and peers listed /mb_sim for ~20 s.
-        self._simulation_interfaces.destroy()
+        interfaces = getattr(self, "_simulation_interfaces", None)
+        if interfaces is not None:
+            interfaces.destroy()
         super().destroy_node()
 
     # -- publishing ---------------------------------------------------------------------------
