@@ -3,7 +3,7 @@
 The divergence check in the generated code stops a simulation once its state is NaN or infinite;
 by then a run has often produced seconds of nonsense (a joint spinning at 1e6 rad/s, an energy
 growing by orders of magnitude per step).  The simulator judges two criteria after each call of
-the integrator (at most :data:`~mb_sim.sim.simulator.MAX_STEPS_PER_CALL` steps) and raises
+the integrator (at most :data:`~mb_sim.sim.integrators.MAX_STEPS_PER_CALL` steps) and raises
 :class:`~mb_sim.sim.errors.SimulationError` naming the speed at fault, leaving the (finite)
 state where the runaway was found:
 

@@ -4,7 +4,8 @@ Plain Python over a numeric model (``mb_sim.codegen``); the ROS node is a thin s
 The state lives in the model's work buffers, so the fixed-step path is one foreign call per
 ``advance`` of up to :data:`MAX_STEPS_PER_CALL` steps (RK4, constraint projection and quaternion
 renormalization all inside C); longer advances take several, with Python in control between them
-(signals such as Ctrl-C, the runaway checks of :mod:`mb_sim.sim.runaway`).
+(signals such as Ctrl-C, the runaway checks of :mod:`mb_sim.sim.runaway`).  The integrators
+(fixed-step RK4, SciPy's adaptive ones) are steppers of :mod:`mb_sim.sim.integrators`.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_nume
 from mb_sim.model import JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
+from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, stepper
 from mb_sim.sim.stiff_dissipation import stiff_joints
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, SimulationError
@@ -33,14 +35,6 @@ from mb_sim.sim.outputs import (
 
 __all__ = ["Simulator", "INTEGRATORS", "MAX_STEPS_PER_CALL", "STOP_FREQUENCY"]
 
-#: Integrators: fixed-step RK4 in generated C (real time), and scipy's adaptive solvers.
-INTEGRATORS = {
-    "rk4": "fixed-step classic Runge-Kutta in generated C (real-time default)",
-    "RK45": "adaptive explicit Runge-Kutta 4(5) (scipy solve_ivp)",
-    "DOP853": "adaptive explicit Runge-Kutta 8(5,3) (scipy solve_ivp)",
-    "Radau": "adaptive implicit Radau IIA, for stiff models (scipy solve_ivp)",
-    "BDF": "adaptive implicit backward differentiation, for stiff models (scipy solve_ivp)",
-}
 #: Assembly names coordinates it moved by more than this [rad or m] (AssemblyWarning).
 ASSEMBLY_NOTED = 1e-6
 #: Joint stops are tuned critically damped, at a frequency of at least STOP_FREQUENCY / dt rad/s
@@ -56,10 +50,6 @@ LIMIT_TOLERANCE = {"revolute": 0.05, "prismatic": 0.01}
 #: Positions and speeds given by name (initial positions, set_state) above this magnitude are
 #: refused: no robot's (rad or m, rad/s or m/s; a wheel's angle after 100 km stays below).
 STATE_MAGNITUDE = 1e6
-#: Most RK4 steps in one call of the generated code: between calls Python handles signals
-#: (Ctrl-C) and judges runaways, so a long ``advance`` stays interruptible and a runaway is found
-#: within this many steps.
-MAX_STEPS_PER_CALL = 1000
 
 
 class Simulator:
@@ -118,8 +108,7 @@ class Simulator:
                  default_speed_bounds: tuple[float, float] | None = None,
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
                  servo_feed_forward: bool = True, initial_positions: Mapping[str, float] | None = None) -> None:
-        if integrator not in INTEGRATORS:
-            raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
+        self._stepper = stepper(integrator)  # ValueError naming the choices
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
         for name, tolerance in (("rtol", rtol), ("atol", atol)):
@@ -709,79 +698,7 @@ class Simulator:
         """
         if duration < 0:
             raise ValueError(f"duration must not be negative, got {duration}")
-        if self.integrator == "rk4":
-            steps = round(duration / self.dt)
-            if abs(steps * self.dt - duration) > 1e-9 * max(1.0, duration):
-                raise ValueError(f"duration {duration} is not a multiple of dt {self.dt}")
-            self._advance_rk4(steps)
-        else:
-            self._advance_adaptive(duration)
-
-    def _advance_rk4(self, steps: int) -> None:
-        """`steps` RK4 steps in calls of at most MAX_STEPS_PER_CALL, each followed by the runaway
-        checks.  Every call starts from ``start + done * dt``, so the time reached is the one
-        a single call would reach (the C code times its steps the same way)."""
-        if steps == 0:
-            return
-        model, dt, start, done, watch = self.model, self.dt, self.time, 0, self.runaway
-        watch.begin(start)
-        try:
-            while done < steps:
-                chunk = steps - done if steps - done < MAX_STEPS_PER_CALL else MAX_STEPS_PER_CALL
-                if self.servos.active:  # a trajectory's next segment starts with the first step after it
-                    upcoming = self.servos.refresh(start + done * dt)
-                    if upcoming < math.inf:
-                        chunk = min(chunk, max(1, math.ceil((upcoming - (start + done * dt)) / dt - 1e-9)))
-                model.rk4_into(dt, chunk, start + done * dt)
-                done += chunk
-                self.time = time = start + done * dt
-                watch.check(time, chunk)
-        except FactorizationError as err:
-            self.time = err.t
-            raise self._failure(err.code) from None
-        except KeyboardInterrupt:  # the state is that of the last completed step: so is the time
-            reached = round((model.rk4_time - (start + done * dt)) / dt) if done < steps else 0
-            self.time = start + (done + min(max(reached, 0), steps - done)) * dt
-            raise
-
-    def _advance_adaptive(self, duration: float) -> None:
-        from scipy.integrate import solve_ivp  # here: importing it costs 0.45 s, and most runs use rk4
-
-        b = self.model.buffers
-        start, t0 = np.concatenate([b.q, b.u, b.z]), self.time
-        n_q, n = len(b.q), len(b.q) + len(b.u)
-
-        def load(x: np.ndarray) -> None:
-            b.q[:], b.u[:], b.z[:] = x[:n_q], x[n_q:n], x[n:]
-
-        failures: list[FactorizationError] = []
-
-        def derivative(t: float, x: np.ndarray) -> np.ndarray:
-            load(x)
-            try:
-                self.model.forward_dynamics_into(t)
-            except FactorizationError as err:  # a trial stage of a step too long (a stiff stop):
-                failures.append(err)           # an infinite rate makes the solver reject the step
-                return np.full(len(x), np.inf)
-            return np.concatenate([b.qdot, b.udot, b.zdot])
-
-        self.runaway.begin(t0)
-        try:
-            solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.integrator,
-                                 rtol=self.rtol, atol=self.atol)
-        except KeyboardInterrupt:  # the buffers hold a trial stage: back to the start
-            load(start)
-            raise
-        end = solution.y[:, -1]
-        if not solution.success or not np.all(np.isfinite(end)):
-            load(start)
-            if failures:  # the solver could not step past a state where the dynamics fail
-                raise self._failure(failures[-1].code, at=failures[-1].t) from None
-            raise self._failure(3, at=float(solution.t[-1]), detail=solution.message)
-        load(end)
-        self.time += duration
-        self._project()
-        self.runaway.check(self.time, max(1, round(duration / self.dt)))
+        self._stepper.advance(self, duration)
 
     def _failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
         """The error for failure `code` at the (restored) current state, naming the spring-damper

@@ -1,0 +1,137 @@
+"""The integrators a :class:`~mb_sim.sim.Simulator` advances with: one stepper per method, chosen
+in one place (:func:`stepper`).
+
+- ``rk4``: fixed-step classic Runge-Kutta in the generated C (ETDRK4 for motor currents, stiff
+  joint damping and friction taken implicitly, the constraint projection after every step: see
+  ``mb_integrate`` in ``mb_sim/codegen/c``), called in chunks of at most
+  :data:`MAX_STEPS_PER_CALL` steps so Python handles signals and judges runaways between them;
+- ``RK45``, ``DOP853``, ``Radau``, ``BDF``: SciPy's adaptive ``solve_ivp`` on the forward
+  dynamics, the state projected onto the constraints at the end of each ``advance``.
+
+A stepper advances the simulator's state (the model's buffers) and its ``time`` and raises
+:class:`~mb_sim.sim.errors.SimulationError` (through ``sim._failure``) on divergence, leaving the
+last good state.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mb_sim.codegen import FactorizationError
+
+if TYPE_CHECKING:
+    from mb_sim.sim.simulator import Simulator
+
+__all__ = ["INTEGRATORS", "MAX_STEPS_PER_CALL", "FixedStepRK4", "AdaptiveSciPy", "stepper"]
+
+#: The integrators by name, with what each is.
+INTEGRATORS = {
+    "rk4": "fixed-step classic Runge-Kutta in generated C (real-time default)",
+    "RK45": "adaptive explicit Runge-Kutta 4(5) (scipy solve_ivp)",
+    "DOP853": "adaptive explicit Runge-Kutta 8(5,3) (scipy solve_ivp)",
+    "Radau": "adaptive implicit Radau IIA, for stiff models (scipy solve_ivp)",
+    "BDF": "adaptive implicit backward differentiation, for stiff models (scipy solve_ivp)",
+}
+#: Most RK4 steps in one call of the generated code: between calls Python handles signals
+#: (Ctrl-C) and judges runaways, so a long ``advance`` stays interruptible and a runaway is found
+#: within this many steps.
+MAX_STEPS_PER_CALL = 1000
+
+
+class FixedStepRK4:
+    """RK4 in the generated C, ``dt`` per step."""
+
+    fixed_step = True
+
+    def advance(self, sim: Simulator, duration: float) -> None:
+        """`duration` (a multiple of ``dt``) in calls of at most MAX_STEPS_PER_CALL steps."""
+        steps = round(duration / sim.dt)
+        if abs(steps * sim.dt - duration) > 1e-9 * max(1.0, duration):
+            raise ValueError(f"duration {duration} is not a multiple of dt {sim.dt}")
+        self.steps(sim, steps)
+
+    @staticmethod
+    def steps(sim: Simulator, steps: int) -> None:
+        """`steps` steps, each call followed by the runaway checks.  Every call starts from
+        ``start + done * dt``, so the time reached is the one a single call would reach (the C
+        code times its steps the same way)."""
+        if steps == 0:
+            return
+        model, dt, start, done, watch = sim.model, sim.dt, sim.time, 0, sim.runaway
+        watch.begin(start)
+        try:
+            while done < steps:
+                chunk = steps - done if steps - done < MAX_STEPS_PER_CALL else MAX_STEPS_PER_CALL
+                if sim.servos.active:  # a trajectory's next segment starts with the first step after it
+                    upcoming = sim.servos.refresh(start + done * dt)
+                    if upcoming < math.inf:
+                        chunk = min(chunk, max(1, math.ceil((upcoming - (start + done * dt)) / dt - 1e-9)))
+                model.rk4_into(dt, chunk, start + done * dt)
+                done += chunk
+                sim.time = time = start + done * dt
+                watch.check(time, chunk)
+        except FactorizationError as err:
+            sim.time = err.t
+            raise sim._failure(err.code) from None
+        except KeyboardInterrupt:  # the state is that of the last completed step: so is the time
+            reached = round((model.rk4_time - (start + done * dt)) / dt) if done < steps else 0
+            sim.time = start + (done + min(max(reached, 0), steps - done)) * dt
+            raise
+
+
+class AdaptiveSciPy:
+    """SciPy's ``solve_ivp`` with `method`, at the simulator's ``rtol`` and ``atol``."""
+
+    fixed_step = False
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+    def advance(self, sim: Simulator, duration: float) -> None:
+        """`duration` in one call of ``solve_ivp``, then the projection and the runaway checks."""
+        from scipy.integrate import solve_ivp  # here: importing it costs 0.45 s, and most runs use rk4
+
+        b = sim.model.buffers
+        start, t0 = np.concatenate([b.q, b.u, b.z]), sim.time
+        n_q, n = len(b.q), len(b.q) + len(b.u)
+
+        def load(x: np.ndarray) -> None:
+            b.q[:], b.u[:], b.z[:] = x[:n_q], x[n_q:n], x[n:]
+
+        failures: list[FactorizationError] = []
+
+        def derivative(t: float, x: np.ndarray) -> np.ndarray:
+            load(x)
+            try:
+                sim.model.forward_dynamics_into(t)
+            except FactorizationError as err:  # a trial stage of a step too long (a stiff stop):
+                failures.append(err)           # an infinite rate makes the solver reject the step
+                return np.full(len(x), np.inf)
+            return np.concatenate([b.qdot, b.udot, b.zdot])
+
+        sim.runaway.begin(t0)
+        try:
+            solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.method,
+                                 rtol=sim.rtol, atol=sim.atol)
+        except KeyboardInterrupt:  # the buffers hold a trial stage: back to the start
+            load(start)
+            raise
+        end = solution.y[:, -1]
+        if not solution.success or not np.all(np.isfinite(end)):
+            load(start)
+            if failures:  # the solver could not step past a state where the dynamics fail
+                raise sim._failure(failures[-1].code, at=failures[-1].t) from None
+            raise sim._failure(3, at=float(solution.t[-1]), detail=solution.message)
+        load(end)
+        sim.time += duration
+        sim._project()
+        sim.runaway.check(sim.time, max(1, round(duration / sim.dt)))
+
+
+def stepper(name: str) -> FixedStepRK4 | AdaptiveSciPy:
+    """The stepper of integrator `name` (a key of :data:`INTEGRATORS`; ValueError otherwise)."""
+    if name not in INTEGRATORS:
+        raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(INTEGRATORS)}")
+    return FixedStepRK4() if name == "rk4" else AdaptiveSciPy(name)
