@@ -8,6 +8,8 @@ Arguments:
                           (default: 1.0).
   strict                  true: refuse a URDF the loader would repair instead of loading it with
                           the repairs logged (default: false).
+  floating_base           true: join the root link to the world by a floating joint instead of
+                          fixing it (default: false).
   params_file             YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml).
   controller_params_file  YAML with mb_sim_demo_controller parameters
                           (default: share/mb_sim/config/demo_controller.yaml).
@@ -21,7 +23,7 @@ from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-SIM_ARGUMENTS = ("robot", "rviz", "real_time_factor", "strict", "params_file")
+SIM_ARGUMENTS = ("robot", "rviz", "real_time_factor", "strict", "floating_base", "params_file")
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -39,6 +41,9 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "strict", default_value="false",
             description="Refuse a URDF the loader would repair instead of loading it with the repairs logged"),
+        DeclareLaunchArgument(
+            "floating_base", default_value="false",
+            description="Join the root link to the world by a floating joint instead of fixing it"),
         DeclareLaunchArgument(
             "params_file", default_value=PathJoinSubstitution([share, "config", "mb_sim.yaml"]),
             description="YAML file with mb_sim_node parameters"),

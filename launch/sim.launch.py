@@ -8,9 +8,11 @@ Arguments:
   real_time_factor  simulated seconds per wall-clock second; 0 runs as fast as possible (default: 1.0).
   strict            true: refuse a URDF the loader would repair (inertias, a mimic on a fixed joint)
                     instead of loading it with the repairs logged (default: false).
+  floating_base     true: join the root link to the world by a floating joint (6 DoF) instead of
+                    fixing it (a root link named world is the world itself) (default: false).
   params_file       YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
-                    robot, real_time_factor and strict override its urdf_file, real_time_factor
-                    and strict.
+                    robot, real_time_factor, strict and floating_base override its urdf_file,
+                    real_time_factor, strict and floating_base.
 
 Example: ros2 launch mb_sim sim.launch.py robot:=arm6 rviz:=true
 """
@@ -53,6 +55,9 @@ def generate_launch_description() -> LaunchDescription:
             "strict", default_value="false",
             description="Refuse a URDF the loader would repair instead of loading it with the repairs logged"),
         DeclareLaunchArgument(
+            "floating_base", default_value="false",
+            description="Join the root link to the world by a floating joint instead of fixing it"),
+        DeclareLaunchArgument(
             "params_file", default_value=PathJoinSubstitution([config, "mb_sim.yaml"]),
             description="YAML file with mb_sim_node parameters"),
         OpaqueFunction(function=_require_rviz),  # before any process starts
@@ -65,7 +70,8 @@ def generate_launch_description() -> LaunchDescription:
                 LaunchConfiguration("params_file"),
                 {"urdf_file": ParameterValue(LaunchConfiguration("robot"), value_type=str),
                  "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
-                 "strict": ParameterValue(LaunchConfiguration("strict"), value_type=bool)},
+                 "strict": ParameterValue(LaunchConfiguration("strict"), value_type=bool),
+                 "floating_base": ParameterValue(LaunchConfiguration("floating_base"), value_type=bool)},
             ],
         ),
         Node(

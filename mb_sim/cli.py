@@ -73,7 +73,7 @@ def _note(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _load_robot(robot: str, strict: bool = False) -> Robot:
+def _load_robot(robot: str, strict: bool = False, floating_base: bool = False) -> Robot:
     """The robot model of a URDF path or shipped robot name, or CommandError.  Repairs the loader
     made are summed up in one line on stderr (``info`` lists them); `strict` refuses them."""
     from mb_sim.model import load_urdf
@@ -83,7 +83,7 @@ def _load_robot(robot: str, strict: bool = False) -> Robot:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RepairWarning)  # listed by robot.repairs instead
-            model = load_urdf(robot_path(robot), strict=strict)
+            model = load_urdf(robot_path(robot), strict=strict, floating_base=floating_base)
     except (URDFError, FileNotFoundError) as err:
         raise CommandError(str(err)) from None
     if model.repairs:
@@ -95,7 +95,7 @@ def _load_robot(robot: str, strict: bool = False) -> Robot:
 @_user_errors
 def _describe(args: argparse.Namespace) -> int:
     """Print the component tree of a robot with every symbol's description and value."""
-    print(_load_robot(args.robot, args.strict).describe())
+    print(_load_robot(args.robot, args.strict, args.floating_base).describe())
     return 0
 
 
@@ -106,7 +106,7 @@ def _eom(args: argparse.Namespace) -> int:
     from mb_sim.symbolic.printing import format_equations
 
     progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    eom = derive_equations(_load_robot(args.robot, args.strict), progress=progress)
+    eom = derive_equations(_load_robot(args.robot, args.strict, args.floating_base), progress=progress)
     print(format_equations(eom, style=args.format))
     return 0
 
@@ -119,7 +119,7 @@ def _info(args: argparse.Namespace) -> int:
     from mb_sim.symbolic import analyse_constraints
     from mb_sim.symbolic.derive import electrical_states
 
-    robot = _load_robot(args.robot, args.strict)
+    robot = _load_robot(args.robot, args.strict, args.floating_base)
     print(robot.describe())
     if robot.repairs:
         print(f"\nRepairs made while loading ({len(robot.repairs)}; --strict refuses them):")
@@ -158,7 +158,7 @@ def _derive(args: argparse.Namespace) -> int:
     from mb_sim.codegen import load_numeric_model
 
     start = time.perf_counter()
-    robot = _load_robot(args.robot, args.strict)
+    robot = _load_robot(args.robot, args.strict, args.floating_base)
     loaded = time.perf_counter()
     lines: list[str] = []
 
@@ -244,7 +244,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
-    robot = _load_robot(args.robot, args.strict)
+    robot = _load_robot(args.robot, args.strict, args.floating_base)
     inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
     _check_names(robot, inputs, initial, voltages)
     # --initial is where the model is assembled from; with --disable the constraints released no
@@ -370,11 +370,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_robot(parser: argparse.ArgumentParser) -> None:
-    """The positional ROBOT argument and --strict."""
+    """The positional ROBOT argument, --strict and --floating-base."""
     parser.add_argument("robot", metavar="ROBOT",
                         help="URDF file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
     parser.add_argument("--strict", action="store_true",
                         help="refuse what the loader would repair (inertias, a mimic on a fixed joint) instead")
+    parser.add_argument("--floating-base", action="store_true",
+                        help="join the root link to the world by a floating joint (6 DoF) instead of fixing it "
+                             "(a root link named 'world' is the world itself)")
 
 
 def _add_backend(parser: argparse.ArgumentParser) -> None:
@@ -465,7 +468,7 @@ def _operating_point(args: argparse.Namespace):
     """The robot's simulator and the joint values of --at/--fix, checked by name."""
     from mb_sim.sim import Simulator
 
-    robot = _load_robot(args.robot, args.strict)
+    robot = _load_robot(args.robot, args.strict, args.floating_base)
     with _culprit():
         sim = Simulator(robot, backend="c", progress=None if args.quiet else _note)
     values = dict(args.at)
@@ -565,7 +568,7 @@ def _export_c(args: argparse.Namespace) -> int:
     """Write a robot's standalone C library (source, header, example, CMakeLists.txt) to OUT_DIR."""
     from mb_sim.codegen.export import export_c
 
-    robot = _load_robot(args.robot, args.strict)
+    robot = _load_robot(args.robot, args.strict, args.floating_base)
     files = export_c(robot, args.out_dir, progress=None if args.quiet else _note)
     for path in (files.source, files.header, *files.runtime, files.example, files.cmake):
         print(path)

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 LAUNCH_ARGUMENTS = {
-    "sim.launch.py": {"robot", "rviz", "real_time_factor", "strict", "params_file"},
-    "demo.launch.py": {"robot", "rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
+    "sim.launch.py": {"robot", "rviz", "real_time_factor", "strict", "floating_base", "params_file"},
+    "demo.launch.py": {"robot", "rviz", "real_time_factor", "strict", "floating_base", "params_file",
+                       "controller_params_file"},
     "diff_drive.launch.py": {"rviz", "real_time_factor", "strict", "params_file", "controller_params_file"},
     "two_robots.launch.py": {"robot1", "robot2", "rviz", "real_time_factor", "controller_params_file"},
     "cart_pole_lqr.launch.py": {"initial_angle", "rviz", "real_time_factor", "params_file", "controller_params_file"},

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 
+from rcl_interfaces.srv import GetParameters
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntities, StepSimulation
 from std_srvs.srv import SetBool
@@ -96,4 +97,22 @@ def test_a_catastrophic_entity_filter_is_answered(nodes, peer):
     refused = peer.call(GetEntities, "/mb_sim/get_entities", request, timeout=10.0)
     assert refused.result.result == Result.RESULT_OPERATION_FAILED
     assert "a backreference is not supported" in refused.result.error_message, refused.result.error_message
+    assert node.running(), node.output
+
+
+LIMITED_PENDULUM = """<robot name="limited"><link name="base"/>
+  <link name="rod"><inertial><origin xyz="0 0 -1"/><mass value="1"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="rod"/><axis xyz="0 1 0"/>
+    <limit lower="0.2" upper="1.0" effort="10" velocity="5"/></joint></robot>"""
+
+
+def test_initial_positions_parameters_say_where_the_joints_start(nodes, peer, tmp_path):
+    # The URDF's zero lies below the hinge's limits, so the robot starts at 0.2 (the nearest
+    # limit); `ros2 param get` said 0.0 all the same.
+    urdf = tmp_path / "limited.urdf"
+    urdf.write_text(LIMITED_PENDULUM)
+    node = nodes.get("-p", f"urdf_file:={urdf}", "-p", "start_paused:=true")
+    response = peer.call(GetParameters, "/mb_sim/get_parameters", GetParameters.Request(names=["initial_positions.hinge"]))
+    assert response.values[0].double_value == 0.2
     assert node.running(), node.output

@@ -19,7 +19,7 @@ from mb_sim.urdf.size import check_model_size, constraint_rows
 __all__ = ["build_robot", "load_urdf"]
 
 
-def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> Robot:
+def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False) -> Robot:
     """Parse a URDF (file path or XML text) into a robot model with all define steps run.
 
     What the loader repaired or accepted instead of refusing (mass properties judged per moving
@@ -28,12 +28,16 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> Robot:
     URDFError instead.  A model above :data:`mb_sim.urdf.size.MAX_MASS_MATRIX_ENTRIES` is refused
     before anything is built (it would not derive and compile in reasonable time).
 
+    A root link not named ``world`` is fixed to the world (a robot that looks mobile gets one
+    :class:`mb_sim.urdf.FixedBaseWarning` saying so); `floating_base` joins it to the world by a
+    6-DoF ``floating`` joint ``root_joint`` instead, without editing the file.
+
     Raises
     ------
     URDFError
         The URDF cannot be simulated; the message names the file and the element.
     """
-    description = parse_urdf(path_or_xml, strict=strict)
+    description = parse_urdf(path_or_xml, strict=strict, floating_base=floating_base)
     check_model_size(description.source, description.name, description.joints, description.root,
                      constraint_rows(description))
     robot = build_robot(description)

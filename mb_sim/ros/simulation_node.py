@@ -241,6 +241,9 @@ class SimulationNode(Node):
         self.declare_parameter("strict", False, _descriptor(
             "Refuse a URDF the loader would repair (inertias judged per moving body, rounding, a mimic on a fixed "
             "joint) instead of loading it with the repairs logged."))
+        self.declare_parameter("floating_base", False, _descriptor(
+            "Join the robot's root link to the world by a floating joint (6 DoF, root_joint) instead of fixing it "
+            "to the world; for a root link that is not named world."))
         self.declare_parameter("record_file", "", _descriptor(
             "Record commands in and states out to this MCAP file from the start (mb-sim replay re-runs it); "
             "~/record starts and stops recordings at run time."))
@@ -278,6 +281,7 @@ class SimulationNode(Node):
                                             "must be zero (no timeout) or positive")
         self.start_paused = self.get_parameter("start_paused").value is True
         self.strict = self.get_parameter("strict").value is True
+        self.floating_base = self.get_parameter("floating_base").value is True
         self.world_frame = self._string("world_frame")
         self.frame_prefix = self._string("frame_prefix", allow_empty=True)
         self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
@@ -369,7 +373,7 @@ class SimulationNode(Node):
         repair is blamed on ``strict`` (the error names the link), any other bad URDF on `parameter`."""
         try:
             with self._warnings_logged(skip=RepairWarning):  # repairs: listed by _log_repairs
-                return load_urdf(source, strict=self.strict)
+                return load_urdf(source, strict=self.strict, floating_base=self.floating_base)
         except STARTUP_ERRORS as err:
             if self.strict and isinstance(err, URDFError) and _repairable(source):
                 raise StartupError(f"parameter strict: {err} (strict refuses what the loader would repair; "
@@ -424,8 +428,10 @@ class SimulationNode(Node):
         loop) and refuse the others; the simulator was assembled from the values given (the
         constraints determine the rest)."""
         joints = self.sim.independent_joints
+        start = self.sim.initial_state[0]  # where each joint starts (inside its limits, assembled)
         for joint in joints:
-            self.declare_parameter(f"initial_positions.{joint}", 0.0, _descriptor(
+            value = float(start[self.sim.joint_indices[joint][0]])
+            self.declare_parameter(f"initial_positions.{joint}", value, _descriptor(
                 f"Initial position of joint {joint} [rad or m].", numeric=True))
         overrides = getattr(self, "_parameter_overrides", {})
         rejected = sorted(name for name in overrides

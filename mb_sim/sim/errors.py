@@ -1,7 +1,7 @@
 """Simulation failures, with the time and the coordinate at fault, and the simulator's warnings."""
 from __future__ import annotations
 
-__all__ = ["AssemblyError", "AssemblyWarning", "EffortLimitWarning", "SimulationError"]
+__all__ = ["AssemblyError", "AssemblyWarning", "EffortLimitWarning", "JointLimitWarning", "SimulationError"]
 
 
 class EffortLimitWarning(UserWarning):
@@ -14,6 +14,14 @@ class AssemblyWarning(UserWarning):
     not close a loop (nothing was given), an initial position the others determine chose an
     assembly branch, or a joint not given had to move for the loop to close; the message lists
     them with how far they moved."""
+
+
+class JointLimitWarning(UserWarning):
+    """The initial state is not where the URDF's zero configuration or the initial positions put
+    it because of the position limits: joints whose zero lies outside their limits start at the
+    nearest limit (a robot started in its stops is thrown out of them); or an initial position
+    given lies beyond a limit and is kept (that joint starts in its stop).  The message names the
+    joints and by how much (rad or m)."""
 
 
 class AssemblyError(ValueError):

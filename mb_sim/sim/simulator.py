@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from mb_sim.sim.assembly import assemble
 from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, stepper
 from mb_sim.sim.stiff_dissipation import stiff_joints
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
-from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, SimulationError
+from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, JointLimitWarning, SimulationError
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.runaway import (
     RunawayWatch, resolution_bounds, speed_bounds,
@@ -40,13 +40,19 @@ ASSEMBLY_NOTED = 1e-6
 #: Joint stops are tuned critically damped, at a frequency of at least STOP_FREQUENCY / dt rad/s
 #: and stiff enough to hold the joint's rated effort within STOP_OVERSHOOT (rad or m) of its
 #: limit, up to STOP_STIFFEST_FREQUENCY / dt: RK4 is stable on a critically damped stop up to
-#: 2.78 / dt (the smallest effective inertia makes the frequency an upper bound).
+#: 2.78 / dt (the smallest effective inertia makes the frequency an upper bound).  Below
+#: STOP_REFERENCE_STEP [s] the floor stays at STOP_FREQUENCY / STOP_REFERENCE_STEP (250 rad/s): a
+#: smaller step resolves the same stop better instead of making it stiffer (a stiffness growing as
+#: 1/dt^2 threw a joint started 0.3 rad in its stop out at 24 rad/s at 1 ms, 2,300 rad/s at 10 us).
 STOP_FREQUENCY = 0.25
+STOP_REFERENCE_STEP = 1e-3
 STOP_OVERSHOOT = 0.01
 STOP_STIFFEST_FREQUENCY = 1.5
 #: How far beyond a position limit a joint may be before :meth:`Simulator.beyond_limits` names it
 #: (rad for revolute, m for prismatic joints): the stops concede STOP_OVERSHOOT at the rated effort.
 LIMIT_TOLERANCE = {"revolute": 0.05, "prismatic": 0.01}
+#: A start this close to a position limit [rad or m] counts as inside it (rounding of the limits).
+LIMIT_SLACK = 1e-12
 #: Positions and speeds given by name (initial positions, set_state) above this magnitude are
 #: refused: no robot's (rad or m, rad/s or m/s; a wheel's angle after 100 km stays below).
 STATE_MAGNITUDE = 1e6
@@ -58,7 +64,7 @@ class Simulator:
     Parameters
     ----------
     robot
-        A robot model, or a URDF path / URDF text.
+        A robot model, or a URDF path / URDF text (loaded with `floating_base`: see ``load_urdf``).
     dt
         Physics step of the fixed-step integrator [s] (default 1 ms); also the output step of
         ``advance`` for adaptive integrators.
@@ -107,7 +113,8 @@ class Simulator:
                  default_effort_limit: float | None = None, speed_limit_factor: float | None = None,
                  default_speed_bounds: tuple[float, float] | None = None,
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
-                 servo_feed_forward: bool = True, initial_positions: Mapping[str, float] | None = None) -> None:
+                 servo_feed_forward: bool = True, initial_positions: Mapping[str, float] | None = None,
+                 floating_base: bool = False) -> None:
         self._stepper = stepper(integrator)  # ValueError naming the choices
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
@@ -115,7 +122,7 @@ class Simulator:
             if not (math.isfinite(tolerance) and tolerance > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {tolerance}")
         _check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
-        self.robot = robot if isinstance(robot, Robot) else load_urdf(robot)
+        self.robot = robot if isinstance(robot, Robot) else load_urdf(robot, floating_base=floating_base)
         self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
         self.dt, self.integrator, self.rtol, self.atol = dt, integrator, rtol, atol
         system = self.robot.system
@@ -259,8 +266,81 @@ class Simulator:
         start = zero.copy()
         given = self._assign(start, initial_positions or {}, self.coordinate_names, 0, "position")
         q = self._assemble(zero, start, given, initial_positions or {})
-        b.q[:] = q
+        b.q[:] = q = self._inside_limits(q, given)
         b.u[:] = self._kinematics.solve_speeds(q, b.u.copy(), set(), self.time)
+
+    def _position_limits(self) -> dict[int, tuple[float, float]]:
+        """Coordinate index -> (lower, upper) of each joint with a stop (a missing bound infinite)."""
+        limits = {}
+        for stop in self._limit_stops():
+            lower = -math.inf if stop.lower is None else float(stop.lower)
+            upper = math.inf if stop.upper is None else float(stop.upper)
+            if lower <= upper:
+                limits[self._one_dof[stop.parent.name][0]] = (lower, upper)
+        return limits
+
+    def _outside_limits(self, q: np.ndarray, skip: Collection[int] = ()) -> dict[int, float]:
+        """The coordinates of `q` beyond their position limits (but `skip`), with the nearest limit."""
+        return {k: min(max(q[k], lower), upper) for k, (lower, upper) in self._position_limits().items()
+                if k not in skip and not lower - LIMIT_SLACK <= q[k] <= upper + LIMIT_SLACK}
+
+    def _inside_limits(self, q: np.ndarray, given: dict[int, float]) -> np.ndarray:
+        """The assembled start `q` with every joint not given inside its position limits: at the
+        nearest limit, the dependent coordinates solved (a JointLimitWarning names what moved).
+        A robot started in its stops is thrown out of them; a given value beyond a limit is the
+        user's choice and is kept (noted in the same line)."""
+        outside = self._outside_limits(q, given)
+        moved = q
+        if outside:
+            dependent = set(self.model.dependent_coordinates)
+            independent = set(outside) - dependent
+            moved = self._solve_held(q, outside, set(given) | independent) if independent else q
+            left = self._outside_limits(moved, given)
+            if left:  # a dependent joint outside: hold it at its limit, the constraints move the others
+                moved = self._solve_held(moved, left, set(given) | set(left))
+        self._limits_note(q, moved, given)
+        return moved
+
+    def _solve_held(self, q: np.ndarray, values: dict[int, float], held: set[int]) -> np.ndarray:
+        """`q` with `values` written in, the `held` coordinates kept and the others solved to close
+        the constraints (by continuation, else by assembly); `q` itself where that fails."""
+        target = q.copy()
+        target[list(values)] = list(values.values())
+        try:
+            solved = self._kinematics.solve_positions(q, target, held, self.time)
+        except ValueError:
+            try:
+                solved = assemble(self._kinematics, target, held, self.time, self._angles).q
+            except AssemblyError:
+                return q
+        if self._moved_given({k: target[k] for k in held}, solved):
+            return q
+        return solved
+
+    def _limits_note(self, q: np.ndarray, moved: np.ndarray, given: dict[int, float]) -> None:
+        """One JointLimitWarning: the joints moved into their limits (and by how much), those the
+        constraints keep outside, the given values beyond a limit."""
+        names = {k: joint for joint, (k, _) in self._one_dof.items()}
+        name = lambda k: names.get(k, self.coordinate_names[k])  # noqa: E731
+        parts = []
+        shifted = [k for k in range(len(q)) if abs(moved[k] - q[k]) > ASSEMBLY_NOTED]
+        if shifted:
+            parts.append("the URDF's zero configuration lies outside the position limits: starting at the nearest "
+                         "limit, moving " + ", ".join(f"{name(k)} by {moved[k] - q[k]:+.4g}" for k in shifted)
+                         + " (rad or m)")
+        stuck = self._outside_limits(moved, given)
+        if stuck:
+            parts.append(", ".join(name(k) for k in stuck) + " cannot move inside its limits without moving an initial "
+                         "position given or opening a constraint: it starts in its stop and is pushed out")
+        limits = self._position_limits()
+        beyond = self._outside_limits(moved, set(range(len(q))) - set(given))
+        if beyond:
+            parts.append("initial position " + ", ".join(
+                f"{name(k)} = {given[k]:g} beyond its limits [{limits[k][0]:g}, {limits[k][1]:g}]" for k in beyond)
+                + ": kept as given, the joint starts in its stop and is pushed out")
+        if parts:
+            warnings.warn(f"robot '{self.robot.name}': joint limits: " + "; ".join(parts), JointLimitWarning,
+                          stacklevel=5)
 
     def _assemble(self, zero: np.ndarray, start: np.ndarray, given: dict[int, float],
                   named: Mapping[str, float]) -> np.ndarray:
@@ -606,8 +686,9 @@ class Simulator:
         the other joints free) over the neutral, the derivation's generic and eight seeded random
         poses: M_ii at the neutral pose overstates it in folded poses, where a stop tuned from it
         is too stiff for RK4 at dt.  The frequency (:meth:`_stop_frequency`) holds the rated
-        effort within STOP_OVERSHOOT where RK4 stays stable; it scales with 1 / dt, so a stop is
-        stable and dissipative at any step size."""
+        effort within STOP_OVERSHOOT where RK4 stays stable: below STOP_STIFFEST_FREQUENCY / dt, so
+        stable at any step size, and bounded as dt shrinks, so a smaller step converges to the same
+        motion (a one-sided spring-damper that never pulls: dissipative)."""
         stops = self._limit_stops()
         if not stops:
             return
@@ -631,7 +712,8 @@ class Simulator:
         for stop in self._limit_stops():
             joint = stop.parent.name
             q = float(self.model.buffers.q[self._one_dof[joint][0]])
-            bounds = {side: self.parameter(str(symbol)) for side, symbol in stop.bounds.items()}  # as tuned at run time
+            bounds = {side: float(symbol) if symbol.is_number else self.parameter(str(symbol))  # a 0 stays a number
+                      for side, symbol in stop.bounds.items()}  # as tuned at run time
             excess = max(q - bounds["upper"], 0.0) if "upper" in bounds else 0.0
             if "lower" in bounds and q < bounds["lower"]:
                 excess = q - bounds["lower"]
@@ -641,9 +723,11 @@ class Simulator:
 
     def _stop_frequency(self, inertia: float, effort: float) -> float:
         """The stop's frequency [rad/s]: at least STOP_FREQUENCY / dt, as stiff as holding `effort`
-        (the URDF's rated effort) within STOP_OVERSHOOT needs, at most STOP_STIFFEST_FREQUENCY / dt."""
+        (the URDF's rated effort) within STOP_OVERSHOOT needs, at most STOP_STIFFEST_FREQUENCY / dt;
+        independent of dt below STOP_REFERENCE_STEP unless the cap binds."""
         needed = math.sqrt(effort / (inertia * STOP_OVERSHOOT)) if math.isfinite(effort) and inertia > 0 else 0.0
-        return min(max(STOP_FREQUENCY / self.dt, needed), STOP_STIFFEST_FREQUENCY / self.dt)
+        floor = STOP_FREQUENCY / max(self.dt, STOP_REFERENCE_STEP)  # bounded as dt -> 0: see STOP_REFERENCE_STEP
+        return min(max(floor, needed), STOP_STIFFEST_FREQUENCY / self.dt)
 
     def _smallest_effective_inertia(self) -> np.ndarray:
         """Per generalized speed, min over configurations of 1 / (M^-1)_ii (the state is kept;

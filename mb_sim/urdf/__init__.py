@@ -7,13 +7,13 @@ from mb_sim.urdf.description import (
     JointSpringDescription, LinkDescription, LoopJointDescription, Marker, Mimic, RobotDescription,
     RollingWheelDescription, SpringDamperDescription,
 )
-from mb_sim.urdf.errors import InertiaRepairWarning, RepairWarning, URDFError, URDFWarning
+from mb_sim.urdf.errors import FixedBaseWarning, InertiaRepairWarning, RepairWarning, URDFError, URDFWarning
 from mb_sim.urdf.inertia import Repair
 from mb_sim.urdf.parser import parse_urdf
 
 __all__ = [
     "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
-    "InertiaRepairWarning", "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker",
+    "FixedBaseWarning", "InertiaRepairWarning", "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker",
     "Mimic", "Repair", "RepairWarning", "RobotDescription", "RollingWheelDescription", "SpringDamperDescription",
     "URDFError", "URDFWarning", "parse_urdf",
 ]

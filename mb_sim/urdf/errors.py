@@ -5,7 +5,7 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["InertiaRepairWarning", "RepairWarning", "URDFError", "URDFWarning", "warn_user"]
+__all__ = ["FixedBaseWarning", "InertiaRepairWarning", "RepairWarning", "URDFError", "URDFWarning", "warn_user"]
 
 
 class URDFError(ValueError):
@@ -32,6 +32,11 @@ class URDFWarning(UserWarning):
 class RepairWarning(URDFWarning):
     """Something in a URDF that mb_sim repaired or accepted instead of refusing it (see
     :class:`mb_sim.urdf.inertia.Repair`); ``strict`` loading refuses it instead."""
+
+
+class FixedBaseWarning(URDFWarning):
+    """A robot that looks mobile (wheels, legs) is fixed to the world: its root link is not
+    ``world``; said once per load, with how to float it (``floating_base``)."""
 
 
 class InertiaRepairWarning(RepairWarning):

@@ -293,7 +293,7 @@ def apply_inertia_policy(source: str, links: dict[str, LinkDescription], joints:
             if link_issue is not None and name != target:
                 records[name] = Repair("link", name, link_issue, _kept(body, target))
     if accepted:
-        _check_mass_matrix(source, changed, joints, root, accepted)
+        check_mass_matrix(source, changed, joints, root, accepted)
     return changed, [records[name] for name in links if name in records]
 
 
@@ -406,8 +406,8 @@ def mass_matrix(links: dict[str, LinkDescription], joints: list[JointDescription
     return matrix, owners
 
 
-def _check_mass_matrix(source: str, links: dict[str, LinkDescription], joints: list[JointDescription], root: str,
-                       accepted: list[str]) -> None:
+def check_mass_matrix(source: str, links: dict[str, LinkDescription], joints: list[JointDescription], root: str,
+                      accepted: list[str]) -> None:
     """URDFError if the mass matrix is singular at a generic configuration (checked where bodies with
     a zero principal moment or no mass were accepted)."""
     matrix, owners = mass_matrix(links, joints, root, np.random.default_rng(20240515))

@@ -8,23 +8,26 @@ the element.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import re
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from xml.parsers import expat
 
 import numpy as np
 import urdf_parser_py.xml_reflection.core as urdf_reflection
 from urdf_parser_py import urdf as urdf_model
 
 from mb_sim.urdf.description import (
-    JOINT_TYPES, ComponentSpec, Inertial, JointDescription, JointLimit, LinkDescription, Mimic,
+    JOINT_TYPES, WORLD_LINK, ComponentSpec, Inertial, JointDescription, JointLimit, LinkDescription, Mimic,
     RobotDescription,
 )
-from mb_sim.urdf.errors import URDFError, URDFWarning
+from mb_sim.urdf.errors import FixedBaseWarning, RepairWarning, URDFError, URDFWarning, warn_user
 from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions
-from mb_sim.urdf.inertia import refuse_link_problems
+from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
 from mb_sim.urdf.rotations import rpy_to_matrix
 from mb_sim.urdf.validation import validate
 
@@ -65,16 +68,26 @@ MAGNITUDE_BOUNDS = {
 #: A ``<limit>`` bound (lower, upper, effort, velocity) of larger magnitude is read as no limit:
 #: exporters write 1e16 (example-robot-data's iris) or DBL_MAX for "unlimited".
 NO_LIMIT_ABOVE = 1e9
+#: What may precede ``<?xml`` and is skipped, as urdfdom (TinyXML) does: a byte order mark, blank lines.
+_BEFORE_DECLARATION = re.compile(r"^\ufeff?(\s+)(?=<\?xml[\s?])")
+#: expat's code for a namespace prefix used without its ``xmlns:`` declaration.
+_UNBOUND_PREFIX = expat.errors.codes[expat.errors.XML_ERROR_UNBOUND_PREFIX]
 
 
-def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> RobotDescription:
+def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False) -> RobotDescription:
     """Parse and validate a URDF given as a file path or as XML text.
 
     Mass properties are judged per moving body (links fixed to each other merged) and repaired
     where the fault is rounding or the triangle inequality (see :mod:`mb_sim.urdf.inertia`); a
     ``<mimic>`` on a fixed joint is ignored.  Each repair is issued as a :class:`RepairWarning` and
     listed in ``RobotDescription.repairs``.  `strict` refuses instead: every repair becomes the
-    URDFError of the per-link check.
+    URDFError of the per-link check.  What XML refuses but urdfdom reads (blank lines before
+    ``<?xml``, undeclared namespace prefixes) and ``<limit lower > upper>`` (no position limit) are
+    such repairs too.
+
+    A root link not named ``world`` is fixed to the world; `floating_base` joins it to a ``world``
+    link by a ``floating`` joint named ``root_joint`` (Pinocchio's name) instead.  A robot that
+    looks mobile and stays fixed gets one :class:`FixedBaseWarning`.
 
     Raises
     ------
@@ -82,7 +95,7 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> RobotDes
         For any input mb_sim cannot simulate; the message names the file and element.
     """
     text, source = _read_source(path_or_xml)
-    root = _parse_xml(text, source)
+    root, oddities = _parse_xml(text, source, strict)
     _check_depth(root, source)
     warned: set[str] = set()
     components = _read_top_level(root, source, warned)
@@ -94,13 +107,23 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False) -> RobotDes
     if strict:  # the per-link check, where it always ran (before the joints are read)
         refuse_link_problems(source, links)
     stated = _stated_limits(root)
-    joints = [_joint_description(joint, source, stated.get(joint.name, set())) for joint in robot.joints]
-    return validate(robot.name or "robot", source, links, joints, components, extensions, strict=strict)
+    joints = [_joint_description(joint, source, stated.get(joint.name, set()), oddities, strict)
+              for joint in robot.joints]
+    if floating_base:
+        _float_root(source, links, joints)
+    description = validate(robot.name or "robot", source, links, joints, components, extensions, strict=strict)
+    if floating_base:
+        _check_floating_root(description)
+    else:
+        _note_fixed_base(description)
+    for oddity in oddities:
+        warn_user(f"{source}: {oddity}", RepairWarning)
+    return dataclasses.replace(description, repairs=[*oddities, *description.repairs])
 
 
 def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:
     """The URDF text and a name for messages (the path, or ``<string>``)."""
-    if isinstance(path_or_xml, str) and path_or_xml.lstrip().startswith("<"):
+    if isinstance(path_or_xml, str) and path_or_xml.lstrip("\ufeff \t\r\n").startswith("<"):
         return path_or_xml, "<string>"
     path = Path(path_or_xml)
     try:
@@ -111,14 +134,68 @@ def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:
         raise URDFError(str(path), "", f"cannot read: {err}") from None
 
 
-def _parse_xml(text: str, source: str) -> ET.Element:
+def _parse_xml(text: str, source: str, strict: bool = False) -> tuple[ET.Element, list[Repair]]:
+    """The document element, and what was accepted that XML itself refuses but urdfdom (TinyXML,
+    no namespaces) reads: blank lines before ``<?xml``, namespace prefixes never declared."""
+    oddities: list[tuple[str, str]] = []
+    blank = None if strict else _BEFORE_DECLARATION.match(text)
+    if blank:
+        text = text[blank.end():]
+        oddities.append((f"white space ({blank.group(1).count(chr(10))} line break(s)) before <?xml ...?> (XML "
+                         "allows nothing there)", "skipped, as urdfdom does"))
     try:
         root = ET.fromstring(text)
     except ET.ParseError as err:
-        raise URDFError(source, "", f"malformed XML: {err}") from None
+        if strict or err.code != _UNBOUND_PREFIX:
+            raise URDFError(source, "", f"malformed XML: {err}") from None
+        root = _parse_without_namespaces(text, source)
+        oddities.append(_drop_prefixed(root))
     if root.tag != "robot":
         raise URDFError(source, f"<{root.tag}>", "the document element must be <robot>")
-    return root
+    name = root.get("name") or "robot"
+    return root, [Repair("robot", name, problem, action) for problem, action in oddities]
+
+
+def _parse_without_namespaces(text: str, source: str) -> ET.Element:
+    """The tree as a parser without namespaces reads it (TinyXML's way, urdfdom's parser):
+    ``drake:joint`` is a plain name.  Entity declarations are refused (no URDF needs them; they are
+    the means of entity-expansion attacks), external entities are never fetched."""
+    builder = ET.TreeBuilder()
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.StartElementHandler = builder.start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+
+    def refuse_entity(name, *_) -> None:
+        raise URDFError(source, f"<!ENTITY {name}>", "entity declarations are not read (no URDF needs them)")
+
+    parser.EntityDeclHandler = refuse_entity
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as err:
+        raise URDFError(source, "", f"malformed XML: {err}") from None
+    return builder.close()
+
+
+def _drop_prefixed(root: ET.Element) -> tuple[str, str]:
+    """Remove every element and attribute with a namespace prefix (and the xmlns declarations):
+    they belong to other tools (drake:, xacro:, gazebo plug-ins), urdfdom reads none of them."""
+    declared = {key.partition(":")[2] for element in root.iter() for key in element.attrib
+                if key.startswith("xmlns:")}
+    dropped: dict[str, str] = {}
+    for element in root.iter():
+        for key in [key for key in element.attrib if ":" in key or key == "xmlns"]:
+            if not key.startswith("xmlns"):
+                dropped.setdefault(key.partition(":")[0], f"{key}=\"...\"")
+            del element.attrib[key]
+        for child in [child for child in element if ":" in child.tag]:
+            dropped.setdefault(child.tag.partition(":")[0], f"<{child.tag}>")
+            element.remove(child)
+    undeclared = {prefix: example for prefix, example in dropped.items() if prefix not in declared} or dropped
+    names = ", ".join(f"'{prefix}:' (e.g. {example})" for prefix, example in undeclared.items())
+    return (f"namespace prefix {names} used without an xmlns declaration (XML refuses that)",
+            "its elements and attributes ignored, as urdfdom does (it reads no namespaces)")
 
 
 def _check_depth(root: ET.Element, source: str) -> None:
@@ -311,8 +388,11 @@ def _bound(value: float | None) -> float | None:
     return None if value is None or abs(float(value)) > NO_LIMIT_ABOVE else float(value)
 
 
-def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str]) -> JointDescription:
-    """A JointDescription; position bounds only where the URDF states them (else unbounded)."""
+def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str], repairs: list[Repair] | None = None,
+                       strict: bool = False) -> JointDescription:
+    """A JointDescription; position bounds only where the URDF states them (else unbounded).  A lower
+    bound above the upper one is pybullet's "no limit" (urdfdom and Pinocchio keep it and enforce
+    nothing): the joint gets no stop, and a Repair is appended to `repairs` (`strict` refuses)."""
     label = f"joint '{joint.name}'"
     origin = joint.origin
     axis = _vector(joint.axis, (1.0, 0.0, 0.0))
@@ -333,7 +413,12 @@ def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str]) -
             effort=_bound(joint.limit.effort) or float("inf"),
         )
         if limit.lower is not None and limit.upper is not None and limit.lower > limit.upper:
-            raise URDFError(source, f"{label} <limit>", f"lower {limit.lower} is above upper {limit.upper}")
+            if strict or repairs is None:
+                raise URDFError(source, f"{label} <limit>", f"lower {limit.lower:g} is above upper {limit.upper:g}")
+            repairs.append(Repair("joint", joint.name, f"<limit lower=\"{limit.lower:g}\"> above upper=\"{limit.upper:g}\"",
+                                  "read as no position limit (pybullet's convention; urdfdom and Pinocchio enforce "
+                                  "nothing); swap the bounds if they were meant as a range"))
+            limit = dataclasses.replace(limit, lower=None, upper=None)
     dynamics = joint.dynamics
     mimic = None
     if joint.mimic is not None:
@@ -351,3 +436,75 @@ def _joint_description(joint: urdf_model.Joint, source: str, stated: set[str]) -
         axis=axis / norm if norm >= 1e-12 else axis, limit=limit,
         damping=damping, friction=friction, mimic=mimic,
     )
+
+
+#: The floating joint `floating_base` adds from the world to the root link (Pinocchio's name for it).
+ROOT_JOINT = "root_joint"
+#: Words of link and joint names that say a robot moves about (wheels, legs, rotors), matched at the
+#: start of a word (after a non-letter or a camel-case hump): ``wheel_left_link``, ``FL_foot``,
+#: ``base_footprint``, ``LKneePitch``, ``iris__rotor_0``, not ``allegro``.
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+MOBILE_WORDS = re.compile(r"(?<![a-z])(wheel|caster|foot|leg|knee|shank|thigh|rotor|propeller)", re.IGNORECASE)
+
+
+def _float_root(source: str, links: list[LinkDescription], joints: list[JointDescription]) -> None:
+    """Add a ``world`` link and a floating ``root_joint`` from it to the root link (in place)."""
+    children = {joint.child for joint in joints}
+    roots = [link.name for link in links if link.name not in children]
+    if len(roots) != 1:
+        return  # validate() names the cycle or the several roots
+    (root,) = roots
+    if root == WORLD_LINK:
+        moved = ", ".join(f"'{j.name}' ({j.type})" for j in joints if j.parent == WORLD_LINK) or "none"
+        raise URDFError(source, f"link '{WORLD_LINK}'", "floating_base: the root link is the world itself, so the "
+                        f"URDF says how the robot moves relative to it (joints from it: {moved}); "
+                        "change those joints instead")
+    for kind, names, name in (("link", [link.name for link in links], WORLD_LINK),
+                              ("joint", [joint.name for joint in joints], ROOT_JOINT)):
+        if name in names:
+            raise URDFError(source, f"{kind} '{name}'", f"floating_base adds a {kind} named '{name}' from the world "
+                                                       f"to the root link '{root}'; this URDF already has one")
+    links.append(LinkDescription(WORLD_LINK, None))
+    joints.insert(0, JointDescription(ROOT_JOINT, "floating", WORLD_LINK, root, np.zeros(3), np.zeros(3),
+                                      np.array([1.0, 0.0, 0.0])))
+
+
+def _check_floating_root(description: RobotDescription) -> None:
+    """URDFError where the floated root body (the root link and the links fixed to it) has no mass and
+    the mass matrix is singular (a massless base on one hinge: the floating joint and the hinge move
+    the same body)."""
+    body, pending = set(), [description.joints[0].child]
+    while pending:
+        link = pending.pop()
+        body.add(link)
+        pending += [j.child for j in description.joints if j.parent == link and j.type == "fixed"]
+    if any(description.links[link].inertial is not None for link in body):
+        return
+    try:
+        check_mass_matrix(description.source, description.links, description.joints, description.root, sorted(body))
+    except URDFError:
+        raise URDFError(description.source, f"link '{description.joints[0].child}'",
+                        "floating_base: this root link (with the links fixed to it) has no mass, so the mass matrix "
+                        "would be singular (the floating joint and the joints below it move the same mass); give it "
+                        "an <inertial>") from None
+
+
+def _mobile_reason(description: RobotDescription) -> str | None:
+    """Why the robot looks mobile (rolling wheels, or wheel/leg names), or None (an arm, a gripper)."""
+    if description.extensions.rolling_wheels:
+        return f"<mb_sim> rolling wheel '{description.extensions.rolling_wheels[0].name}'"
+    names = [("joint", joint.name) for joint in description.joints if JOINT_TYPES[joint.type]]
+    names += [("link", link) for link in description.links]
+    return next((f"{kind} '{name}'" for kind, name in names if MOBILE_WORDS.search(_CAMEL_HUMP.sub("_", name))), None)
+
+
+def _note_fixed_base(description: RobotDescription) -> None:
+    """One FixedBaseWarning where a robot that looks mobile is fixed to the world by convention."""
+    if description.root_is_world:
+        return
+    reason = _mobile_reason(description)
+    if reason is not None:
+        warn_user(f"{description.source}: root link '{description.root}' is fixed to the world (no joint from a "
+                  f"'world' link), though the robot looks mobile ({reason}); float it with floating_base "
+                  "(load_urdf(..., floating_base=True), mb-sim --floating-base, the node's floating_base:=true)",
+                  FixedBaseWarning)
