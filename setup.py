@@ -27,6 +27,9 @@ TEST_DEPENDENCIES = [
     "colcon-common-extensions>=0.3",
     "pin>=3.0",
     "example-robot-data>=4.0",
+    # pybullet_data's URDFs for test/test_third_party_simulate.py (wheels for CPython 3.11; elsewhere
+    # those cases skip rather than build pybullet from source)
+    'pybullet>=3.2; python_version < "3.12"',
 ]
 
 setup(
@@ -54,10 +57,10 @@ setup(
         "console_scripts": [
             "mb_sim_node = mb_sim.ros.node:main",
             "mb-sim = mb_sim.cli:main",
-            "mb_sim_demo_controller = mb_sim.ros.controller:main",
+            "mb_sim_demo_controller = mb_sim.ros.entry:demo_controller",
             "mb-sim-demo = mb_sim.ros.demo:main",
-            "mb_sim_diff_drive_controller = mb_sim.ros.diff_drive_controller:main",
-            "mb_sim_lqr_controller = mb_sim.ros.lqr_controller:main",
+            "mb_sim_diff_drive_controller = mb_sim.ros.entry:diff_drive_controller",
+            "mb_sim_lqr_controller = mb_sim.ros.entry:lqr_controller",
         ],
         "mb_sim.components": [],
     },

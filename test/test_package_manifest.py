@@ -63,3 +63,20 @@ def test_console_scripts_are_installed():
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts.get("mb_sim_node") == "mb_sim.ros.node:main"
     assert scripts.get("mb-sim") == "mb_sim.cli:main"
+
+
+def test_controllers_start_through_a_light_entry_module():
+    """A Ctrl-C while a launch starts: the controllers' console scripts import nothing heavy before
+    their signal handling is installed (importing rclpy, the messages and SymPy took about a second,
+    and a SIGINT then was a KeyboardInterrupt traceback and exit code -2)."""
+    from importlib.metadata import entry_points
+
+    scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
+    for script, function in (("mb_sim_demo_controller", "demo_controller"),
+                             ("mb_sim_diff_drive_controller", "diff_drive_controller"),
+                             ("mb_sim_lqr_controller", "lqr_controller")):
+        assert scripts.get(script) == f"mb_sim.ros.entry:{function}"
+    loaded = subprocess.run([sys.executable, "-c", "import sys, mb_sim.ros.entry; "
+                             "print(sorted({'rclpy', 'sympy', 'numpy'} & set(sys.modules)))"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

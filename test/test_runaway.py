@@ -126,22 +126,27 @@ def test_ctrl_c_stops_a_long_advance_within_a_call_leaving_a_consistent_state(ca
 
 # -- speed bounds -------------------------------------------------------------------------------------
 def slider(velocity: float = 0.07) -> str:
-    """A 2 kg block on a vertical prismatic joint 0.3 m above the root, its centre of mass 0.4 m
-    above the joint (the robot's size: 0.7 m), limits far away, a URDF velocity limit of
+    """A 2 kg block on a vertical prismatic joint 1.3 m above the root, its centre of mass 0.4 m
+    above the joint (the robot's size: 1.7 m), limits far away, a URDF velocity limit of
     `velocity` m/s (tiago's torso lift has 0.07)."""
     return f"""<robot name="slider"><link name="base"/>
       <link name="block"><inertial><origin xyz="0 0 0.4"/><mass value="2"/>
         <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
-      <joint name="lift" type="prismatic"><parent link="base"/><child link="block"/><origin xyz="0 0 0.3"/>
+      <joint name="lift" type="prismatic"><parent link="base"/><child link="block"/><origin xyz="0 0 1.3"/>
         <axis xyz="0 0 1"/><limit lower="-1000" upper="1000" effort="100" velocity="{velocity}"/></joint></robot>"""
 
 
 def test_speed_bounds_are_what_the_step_resolves_not_the_urdf_velocity_limits(cache_dir):
-    # 1 rad per step for angular rates (1000 rad/s at 1 ms), times the robot's size for linear ones.
+    # 1 rad per step for angular rates (1000 rad/s at 1 ms), times the robot's size (at least 1 m)
+    # for linear ones.
     arm = Simulator(robot_path("arm6"), cache_dir=cache_dir)
     assert set(arm.speed_bounds.values()) == {1000.0}  # whatever the URDF limits (3.15 rad/s...)
-    assert Simulator(slider(), cache_dir=cache_dir).speed_bounds == {"lift_u": pytest.approx(700.0)}
-    assert Simulator(slider(), cache_dir=cache_dir, dt=2e-3).speed_bounds == {"lift_u": pytest.approx(350.0)}
+    assert Simulator(slider(), cache_dir=cache_dir).speed_bounds == {"lift_u": pytest.approx(1700.0)}
+    assert Simulator(slider(), cache_dir=cache_dir, dt=2e-3).speed_bounds == {"lift_u": pytest.approx(850.0)}
+    pendulum = Simulator(robot_path("pendulum").read_text().replace('type="continuous"', 'type="prismatic"').replace(
+        '<axis xyz="0 1 0"/>', '<axis xyz="0 0 1"/><limit lower="-1e3" upper="1e3" effort="1" velocity="1"/>'),
+        cache_dir=cache_dir)
+    assert pendulum.speed_bounds == {"hinge_u": pytest.approx(1000.0)}  # its bob 1 m below the joint
     zoo = Simulator(REPO / "test" / "urdf" / "kinematic_zoo.urdf", cache_dir=cache_dir)
     assert {zoo.speed_bounds[s] for s in ("base_plane_w", "shoulder_u", "wheel_spin_u")} == {1000.0}
     assert zoo.speed_bounds["base_plane_vx"] == zoo.speed_bounds["lift_u"] > 100.0

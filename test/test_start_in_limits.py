@@ -175,3 +175,24 @@ def test_a_loop_whose_input_is_outside_its_limits_closes_at_the_nearest_limit(ca
     assert min(np.abs(wrapped(q - branch)).max() for branch in four_bar_branches(0.5).values()) < 1e-9
     (message,) = messages
     assert "moving crank_joint by +0.5" in message
+
+
+NECK = """<robot name="neck"><link name="base"/>
+  <link name="yaw_link"/>
+  <link name="head"><inertial><origin xyz="0 0.1 0"/><mass value="1"/>
+    <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+  <joint name="yaw" type="continuous"><parent link="base"/><child link="yaw_link"/><axis xyz="0 0 1"/></joint>
+  <joint name="roll" type="continuous"><parent link="yaw_link"/><child link="head"/><origin xyz="0 0 0.1"/>
+    <axis xyz="1 0 0"/></joint></robot>"""
+
+
+def test_a_start_where_the_mass_matrix_is_singular_is_one_line_naming_the_joints():
+    # iCub's neck (example-robot-data): point-mass head links turned, at q = 0, about an axis
+    # through their mass; the first step divided by zero.  Here the head's point mass lies on the
+    # yaw axis once roll = pi/2: the yaw moves nothing there (at other angles it does, so the
+    # load's generic check passes).
+    from mb_sim.urdf import URDFError
+
+    Simulator(NECK)  # roll = 0: the head 0.1 m off the yaw axis
+    with pytest.raises(URDFError, match=r"singular where the robot starts: joint\(s\) 'yaw'.*rotational inertia"):
+        Simulator(NECK, initial_positions={"roll": math.pi / 2})

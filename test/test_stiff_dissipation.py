@@ -162,3 +162,4 @@ def test_joints_that_are_not_stiff_are_classic_rk4_bit_for_bit():
                   dict(zip(sim.actuated_joints, [1.0, -1.2, 0.8, 2.0, -1.5, 3.0])))
     sim.advance(dt)
     assert sim.u == pytest.approx(expected, rel=1e-12, abs=1e-12)
+

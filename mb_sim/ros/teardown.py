@@ -116,6 +116,8 @@ def end_process(status: int) -> int:
     if threading.current_thread() is not main or any(
             thread is not main and not thread.daemon and thread.is_alive() for thread in threading.enumerate()):
         return status
+    for signum in _SIGNALS:  # the process is ending: a second Ctrl-C (a terminal's and launch's) changes nothing
+        signal.signal(signum, signal.SIG_IGN)
     atexit._run_exitfuncs()  # as the interpreter would; each handler's error is printed, not raised
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -156,6 +156,10 @@ def lag_warning(target: float, achieved: float | None) -> str:
     if achieved is None:
         return (f"the simulation cannot keep up: it fell more than {MAX_CATCH_UP_PERIODS} publish periods behind "
                 f"real time since it last started (target real-time factor {target:g}; achieved not measured yet)")
+    if achieved >= 0.99 * target:  # judged by a recent cap or cut tick, not by the rate
+        return (f"the simulation fell behind real time for a moment (a tick ran out of its wall time or "
+                f"publish periods were dropped); achieved real-time factor {achieved:.2f} over the last "
+                f"{RATE_WINDOW:g} s (target {target:g})")
     return (f"the simulation cannot keep up: achieved real-time factor {achieved:.2f} over the last "
             f"{RATE_WINDOW:g} s (target {target:g})")
 

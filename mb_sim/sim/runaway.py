@@ -63,8 +63,9 @@ __all__ = [
 #: The most a joint may turn in one step [rad] before the motion is beyond what the integration
 #: resolves: angular rates are bounded by MAX_TURN_PER_STEP / dt (see the module docstring).
 MAX_TURN_PER_STEP = 1.0
-#: The robot size [m] below which linear velocities are bounded as for this size.
-ROBOT_SIZE_FLOOR = 0.1
+#: The robot size [m] below which linear velocities are bounded as for this size: 1 m, so a small
+#: body falling freely (no ground yet) runs 100 s at 1 ms before its speed is judged a runaway.
+ROBOT_SIZE_FLOOR = 1.0
 #: The energy may rise by this fraction of its scale (numerical error of a stable integration
 #: is orders of magnitude below it; an unstable one multiplies the energy every step).
 ENERGY_TOLERANCE = 1e-3

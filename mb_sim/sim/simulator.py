@@ -20,6 +20,8 @@ from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_nume
 from mb_sim.model import JointLimitStop, Robot, force_law, load_urdf, symbol_name
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
+from mb_sim.urdf import URDFError
+from mb_sim.urdf.inertia import SINGULAR
 from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, stepper
 from mb_sim.sim.stiff_dissipation import stiff_joints
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
@@ -152,11 +154,41 @@ class Simulator:
                                      self.electrical_state_names, bounds, check_energy)
         self.time = 0.0
         self._set_neutral(initial_positions)
+        self._check_start_mass_matrix()
         self._effective_inertia: np.ndarray | None = None  # computed when first needed
         self._tune_stops()
         self.servos = self._make_servos(servo_frequency, servo_feed_forward)
         self._initial = (self.q, self.u, self.z, 0.0)
         self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
+
+    def _check_start_mass_matrix(self) -> None:
+        """URDFError if the mass matrix is singular where the robot starts: joints that together
+        move no mass or rotational inertia there (point-mass links turned about an axis through
+        them, e.g. iCub's neck at zero), which the first step cannot survive."""
+        model, b = self.model, self.model.buffers
+        state = b.q.copy(), b.u.copy()
+        try:
+            matrix = model.evaluate(b.q.copy(), np.zeros(model.n_u), b.inputs, b.params)["mass_matrix"]
+        finally:
+            b.q[:], b.u[:] = state
+        diagonal = np.diag(matrix).copy()
+        if not len(diagonal) or not np.all(np.isfinite(matrix)):
+            return
+        if np.all(diagonal > SINGULAR * diagonal.max()):  # (a diagonal entry rounding left nonzero is zero)
+            scale = 1.0 / np.sqrt(diagonal)
+            values, vectors = np.linalg.eigh(matrix * np.outer(scale, scale))
+            if values[0] > SINGULAR:
+                return
+            involved = np.flatnonzero(np.abs(vectors[:, 0]) > 0.1 * np.abs(vectors[:, 0]).max())
+        else:
+            involved = np.flatnonzero(diagonal <= SINGULAR * diagonal.max())
+        joints = {s: j for j, (_, s) in self._one_dof.items()}
+        names = ", ".join(f"'{joints.get(int(k), self.speed_names[int(k)])}'" for k in involved)
+        raise URDFError(self.robot.source, f"robot '{self.robot.name}'",
+                        f"the mass matrix is singular where the robot starts: joint(s) {names} together move no "
+                        "mass or rotational inertia in this configuration (a point mass turned about an axis "
+                        "through it); give the links they move a rotational inertia, or start elsewhere "
+                        "(initial_positions)")
 
     def _default_effort_limits(self, default: float | None) -> None:
         """Give actuated joints without an effort limit `default` (if any); warn about them, but
