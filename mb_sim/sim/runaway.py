@@ -309,8 +309,10 @@ class RunawayWatch:
         then = f"; then {then}" if then else ""
         return SimulationError(
             f"runaway: {which} {speed:.3g} {s.unit} exceeds its bound {s.bound:.3g} {s.unit} ({s.origin}){others}; "
-            "the integration has left the physics: look for a very light link, a damping or friction too stiff "
-            f"for dt, or a huge effort (a smaller dt resolves faster motion; default_speed_bounds sets the bounds){then}",
+            "the integration has left the physics: look for a very light link, a huge effort, or joints whose "
+            "axes align with massless links between them (the mass matrix turns singular there whatever dt: give "
+            "those links a rotational inertia); a smaller dt resolves faster motion, default_speed_bounds sets "
+            f"the bounds{then}",
             time, s.speed)
 
     def _energy_runaway(self, time: float, energy: float, tolerance: float) -> SimulationError:
