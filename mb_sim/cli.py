@@ -101,13 +101,17 @@ def _describe(args: argparse.Namespace) -> int:
 
 @_user_errors
 def _eom(args: argparse.Namespace) -> int:
-    """Derive and print the equations of motion (pretty text or LaTeX)."""
+    """Derive and print the equations of motion: a summary with M and F entry by entry (default),
+    in terms of the temporaries (--temporaries), or every output in full (--full); text or LaTeX."""
     from mb_sim.symbolic import derive_equations
-    from mb_sim.symbolic.printing import format_equations
+    from mb_sim.symbolic.printing import format_equations, format_summary
 
     progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
     eom = derive_equations(_load_robot(args.robot, args.strict, args.floating_base), progress=progress)
-    print(format_equations(eom, style=args.format))
+    if args.full:
+        print(format_equations(eom, style=args.format))
+    else:
+        print(format_summary(eom, style=args.format, temporaries=args.temporaries, progress=progress))
     return 0
 
 
@@ -283,13 +287,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _write_outputs(args: argparse.Namespace, sim: Simulator, trajectory: Trajectory) -> None:
     """Write the CSV, MCAP and plot files asked for, naming the option of a file that fails."""
-    from mb_sim.sim.plotting import planar_paths, plot_trajectory
+    from mb_sim.sim.plotting import plot_trajectory
     from mb_sim.sim.recording import recording_of, write_csv, write_mcap
 
     title = f"{sim.robot.name}: {args.integrator} integrator, dt = {args.dt:g} s"
     writers = (("--csv", args.csv, lambda path: write_csv(path, trajectory)),
                ("--mcap", args.mcap, lambda path: write_mcap(path, recording_of(sim, trajectory))),
-               ("--plot", args.plot, lambda path: plot_trajectory(path, trajectory, title, planar_paths(sim.robot))))
+               ("--plot", args.plot, lambda path: plot_trajectory(path, trajectory, title, robot=sim.robot)))
     for option, path, write in writers:
         if path is not None:
             with _culprit(option):
@@ -604,7 +608,15 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(run=_info)
     eom = commands.add_parser("eom", help="derive and print a robot's equations of motion")
     _add_robot(eom)
-    eom.add_argument("--format", choices=("pretty", "latex"), default="pretty", help="output style")
+    eom.add_argument("--format", choices=("pretty", "latex"), default="pretty",
+                     help="plain text (default) or LaTeX (symbol names as q_{\\mathrm{joint}})")
+    shown = eom.add_mutually_exclusive_group()
+    shown.add_argument("--temporaries", action="store_true",
+                       help="list the temporaries and give M and F in terms of them (default: a summary, M "
+                            "and F with the temporaries substituted where small enough to read)")
+    shown.add_argument("--full", action="store_true",
+                       help="everything: all symbols, temporaries, and every output (M, F, q', constraints) "
+                            "as matrices")
     eom.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     eom.set_defaults(run=_eom)
     derive = commands.add_parser("derive", help="derive, generate and compile a robot's model into the cache")
