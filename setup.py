@@ -20,6 +20,7 @@ PYPI_DEPENDENCIES = [
     "matplotlib>=3.7",
     "mcap>=1.1",
     "mcap-ros2-support>=0.5",
+    "xacro>=2.0",  # .xacro robots (mb_sim.urdf.xacro_expansion)
 ]
 TEST_DEPENDENCIES = [
     "pytest>=7",

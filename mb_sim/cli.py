@@ -73,9 +73,11 @@ def _note(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _load_robot(robot: str, strict: bool = False, floating_base: bool = False) -> Robot:
-    """The robot model of a URDF path or shipped robot name, or CommandError.  Repairs the loader
-    made are summed up in one line on stderr (``info`` lists them); `strict` refuses them."""
+def _load_robot(robot: str, strict: bool = False, floating_base: bool = False,
+                xacro_args: list[tuple[str, str]] | None = None) -> Robot:
+    """The robot model of a URDF (or xacro, expanded with `xacro_args`) path or shipped robot name, or
+    CommandError.  Repairs the loader made are summed up in one line on stderr (``info`` lists
+    them); `strict` refuses them."""
     from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
     from mb_sim.urdf import RepairWarning, URDFError
@@ -83,7 +85,8 @@ def _load_robot(robot: str, strict: bool = False, floating_base: bool = False) -
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RepairWarning)  # listed by robot.repairs instead
-            model = load_urdf(robot_path(robot), strict=strict, floating_base=floating_base)
+            model = load_urdf(robot_path(robot), strict=strict, floating_base=floating_base,
+                              xacro_args=_xacro_args(xacro_args))
     except (URDFError, FileNotFoundError) as err:
         raise CommandError(str(err)) from None
     if model.repairs:
@@ -95,7 +98,7 @@ def _load_robot(robot: str, strict: bool = False, floating_base: bool = False) -
 @_user_errors
 def _describe(args: argparse.Namespace) -> int:
     """Print the component tree of a robot with every symbol's description and value."""
-    print(_load_robot(args.robot, args.strict, args.floating_base).describe())
+    print(_load_robot(args.robot, args.strict, args.floating_base, args.xacro_args).describe())
     return 0
 
 
@@ -107,7 +110,8 @@ def _eom(args: argparse.Namespace) -> int:
     from mb_sim.symbolic.printing import format_equations, format_summary
 
     progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    eom = derive_equations(_load_robot(args.robot, args.strict, args.floating_base), progress=progress)
+    eom = derive_equations(_load_robot(args.robot, args.strict, args.floating_base, args.xacro_args),
+                           progress=progress)
     if args.full:
         print(format_equations(eom, style=args.format))
     else:
@@ -123,7 +127,7 @@ def _info(args: argparse.Namespace) -> int:
     from mb_sim.symbolic import analyse_constraints
     from mb_sim.symbolic.derive import electrical_states
 
-    robot = _load_robot(args.robot, args.strict, args.floating_base)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
     print(robot.describe())
     if robot.repairs:
         print(f"\nRepairs made while loading ({len(robot.repairs)}; --strict refuses them):")
@@ -162,7 +166,7 @@ def _derive(args: argparse.Namespace) -> int:
     from mb_sim.codegen import load_numeric_model
 
     start = time.perf_counter()
-    robot = _load_robot(args.robot, args.strict, args.floating_base)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
     loaded = time.perf_counter()
     lines: list[str] = []
 
@@ -248,7 +252,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
-    robot = _load_robot(args.robot, args.strict, args.floating_base)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
     inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
     _check_names(robot, inputs, initial, voltages)
     # --initial is where the model is assembled from; with --disable the constraints released no
@@ -373,10 +377,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"mb-sim: {message} (see '{self.prog} --help')\n")
 
 
+def _xacro_arg(text: str) -> tuple[str, str]:
+    """``NAME:=VALUE`` of --xacro-arg, as xacro's command line takes it (the value as it is)."""
+    from mb_sim.urdf.xacro_expansion import is_argument_name
+
+    name, separator, value = text.partition(":=")
+    if not separator or not is_argument_name(name):
+        raise argparse.ArgumentTypeError(f"--xacro-arg {text!r} is not NAME:=VALUE (e.g. prefix:=left_)")
+    return name, value
+
+
+def _xacro_args(pairs: list[tuple[str, str]] | None) -> dict[str, str]:
+    """The --xacro-arg pairs as a mapping; a name given twice is refused."""
+    arguments: dict[str, str] = {}
+    for name, value in pairs or []:
+        if name in arguments:
+            raise CommandError(f"--xacro-arg: {name!r} is given twice")
+        arguments[name] = value
+    return arguments
+
+
 def _add_robot(parser: argparse.ArgumentParser) -> None:
-    """The positional ROBOT argument, --strict and --floating-base."""
+    """The positional ROBOT argument, --xacro-arg, --strict and --floating-base."""
     parser.add_argument("robot", metavar="ROBOT",
-                        help="URDF file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
+                        help="URDF or xacro file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
+    parser.add_argument("--xacro-arg", dest="xacro_args", type=_xacro_arg, action="append", metavar="NAME:=VALUE",
+                        help="a xacro argument of a .xacro ROBOT, as xacro's NAME:=VALUE (repeatable)")
     parser.add_argument("--strict", action="store_true",
                         help="refuse what the loader would repair (inertias, a mimic on a fixed joint) instead")
     parser.add_argument("--floating-base", action="store_true",
@@ -472,7 +498,7 @@ def _operating_point(args: argparse.Namespace):
     """The robot's simulator and the joint values of --at/--fix, checked by name."""
     from mb_sim.sim import Simulator
 
-    robot = _load_robot(args.robot, args.strict, args.floating_base)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
     with _culprit():
         sim = Simulator(robot, backend="c", progress=None if args.quiet else _note)
     values = dict(args.at)
@@ -572,7 +598,7 @@ def _export_c(args: argparse.Namespace) -> int:
     """Write a robot's standalone C library (source, header, example, CMakeLists.txt) to OUT_DIR."""
     from mb_sim.codegen.export import export_c
 
-    robot = _load_robot(args.robot, args.strict, args.floating_base)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
     files = export_c(robot, args.out_dir, progress=None if args.quiet else _note)
     for path in (files.source, files.header, *files.runtime, files.example, files.cmake):
         print(path)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from mb_sim.model.actuators import DCMotor
 from mb_sim.model.base import ComponentError, ConnectionBase, LoadGroupBase
@@ -19,8 +20,13 @@ from mb_sim.urdf.size import check_model_size, constraint_rows
 __all__ = ["build_robot", "load_urdf"]
 
 
-def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False) -> Robot:
+def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
+              xacro_args: Mapping[str, object] | None = None) -> Robot:
     """Parse a URDF (file path or XML text) into a robot model with all define steps run.
+
+    A ``.xacro`` file (or text using xacro markup) is expanded first with `xacro_args`, e.g.
+    ``load_urdf("arm.urdf.xacro", xacro_args={"prefix": "left_"})``; the model, and so the compiled
+    code's cache key, comes from the expanded URDF.
 
     What the loader repaired or accepted instead of refusing (mass properties judged per moving
     body, rounding repaired, a ``<mimic>`` on a fixed joint ignored) is warned about once each
@@ -37,7 +43,7 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_bas
     URDFError
         The URDF cannot be simulated; the message names the file and the element.
     """
-    description = parse_urdf(path_or_xml, strict=strict, floating_base=floating_base)
+    description = parse_urdf(path_or_xml, strict=strict, floating_base=floating_base, xacro_args=xacro_args)
     check_model_size(description.source, description.name, description.joints, description.root,
                      constraint_rows(description))
     robot = build_robot(description)

@@ -22,7 +22,8 @@ Publishes
     ``/clock`` (rosgraph_msgs/Clock): sim time, at every tick that advances the physics; while
     paused (or after a divergence) the paused time, once per publish period, as Gazebo does.
     Not published with ``publish_clock`` false.
-    ``/robot_description`` (std_msgs/String, transient local): the URDF.
+    ``/robot_description`` (std_msgs/String, transient local): the URDF (a xacro's expansion);
+    not when ``robot_description_topic`` names this topic (the URDF came from there).
     ``~/constraints/<name>/wrench`` (geometry_msgs/WrenchStamped), one per loop joint (``<name>``
     the token of its ``enable`` service), robots with loop joints only, every publish period
     with /joint_states and the same stamp: the loop joint's reaction on its child link in the

@@ -28,10 +28,13 @@ from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.exceptions import (
+    InvalidTopicNameException, NameValidationException, ParameterException, ParameterUninitializedException,
+)
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
@@ -46,7 +49,7 @@ from mb_sim.model import ComponentError, Robot, load_urdf
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
-from mb_sim.session.command_router import COMMAND_TOPICS
+from mb_sim.session.command_router import COMMAND_TOPICS, ROS2_CONTROL_TOPIC
 from mb_sim.session.commands import CommandError
 from mb_sim.session.recorder import RecordingError
 from mb_sim.ros.conversions import stamp, transform_stamped, wrench_stamped
@@ -64,6 +67,9 @@ from mb_sim.session.pacing import (
 )
 from mb_sim.sim import AssemblyError, SimulationError, Simulator
 from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
+from mb_sim.urdf.xacro_expansion import expand_xacro, is_xacro, parse_xacro_args, uses_xacro
+from mb_sim.ros.teardown import interrupted, spin_until
+from mb_sim.urdf.ros2_control import Ros2ControlSystem, check_systems, ros2_control_systems
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
 
@@ -130,6 +136,7 @@ class SimulationNode(Node):
 
     def __init__(self) -> None:
         super().__init__("mb_sim")
+        self._description_topic: str | None = None  # resolved robot_description_topic, where the URDF came from
         self._read_parameters()
         self.urdf_text = self._load_simulator()
         self.robot = self.sim.robot
@@ -147,10 +154,16 @@ class SimulationNode(Node):
         self.period_steps = steps_per_period(self.dt, self.publish_rate)
         self._pacer = Pacer(self.dt, self.period_steps, self.real_time_factor)
         self._monitor = RateMonitor()
-        timeout = 0.0 if self.lockstep else self.command_timeout  # in lockstep commands never go stale
+        self._ros2_control = self._ros2_control_systems()
+        # in lockstep commands never go stale; ros2_control's hardware stops sending once there
+        timeout = 0.0 if self.lockstep or self._ros2_control else self.command_timeout
         self._session = Session(self.sim, command_timeout=timeout, allow_partial=self.allow_partial,
                                start_paused=self.start_paused)
         self._session.subscribe(self._on_session)
+        self._session.router.serve_ros2_control(
+            {joint.name: joint.command_interfaces for system in self._ros2_control for joint in system.joints},
+            {joint.name for system in self._ros2_control for joint in system.joints
+             if joint.mimic is not None or joint.name in self._mimic_joints()})
         self._commands, self._voltages = self._session.router.efforts, self._session.router.voltages
         self._prismatic_motors = {motor for motor, joint in self.sim.motor_joints.items()
                                   if self.robot.joints[joint].joint_description.type == "prismatic"}
@@ -169,7 +182,8 @@ class SimulationNode(Node):
                 self._start_recording(self.record_file)
             except RecordingError as err:  # the simulation runs without it (an ERROR in /diagnostics)
                 self.get_logger().error(f"parameter record_file: {err}; running without recording")
-        self._description_pub.publish(String(data=self.urdf_text))
+        if self._description_pub is not None:  # None: the description came from that topic
+            self._description_pub.publish(String(data=self.urdf_text))
         self._publish_static_transforms()
         self.publish_state()
         self._log_start()
@@ -180,7 +194,8 @@ class SimulationNode(Node):
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
         self._odom_pub = self.create_publisher(Odometry, "odom", 10) if self._tree.odometry else None
         self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10) if self.publish_clock else None
-        self._description_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
+        self._description_pub = (None if self._description_topic == self.resolve_topic_name("robot_description")
+                                 else self.create_publisher(String, "robot_description", LATCHED_QOS))
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._wrench_pubs = [self.create_publisher(WrenchStamped, wrench.topic, 10) for wrench in self._wrenches]
         self._springs_pub = (self.create_publisher(MarkerArray, SPRINGS_TOPIC, 10) if self.robot.spring_dampers
@@ -191,6 +206,14 @@ class SimulationNode(Node):
         message_types = {"effort_commands": Float64MultiArray, "joint_commands": JointState,
                          "voltage_commands": Float64MultiArray, "voltage_joint_commands": JointState,
                          "joint_trajectory": JointTrajectory}
+        self._ros2_control_subs = [self.create_subscription(  # its publisher: QoS(1), reliable
+            JointState, system.commands_topic, lambda message, system=system: self._on_ros2_control(system, message), 10)
+            for system in self._ros2_control]
+        self._ros2_control_topics = {system.name: sub.topic_name  # resolved (a relative name in a namespace)
+                                     for system, sub in zip(self._ros2_control, self._ros2_control_subs)}
+        # the hardware subscribes with SensorDataQoS: best effort, the latest few
+        self._ros2_control_pubs = [self.create_publisher(JointState, system.states_topic, qos_profile_sensor_data)
+                                   for system in self._ros2_control]
         self._command_subs = {topic: self.create_subscription(
             message_types[topic], f"~/{topic}", lambda message, topic=topic: self._on_command(topic, message), 10)
             for topic in COMMAND_TOPICS}
@@ -212,9 +235,16 @@ class SimulationNode(Node):
     # -- parameters --------------------------------------------------------------------------
     def _declare_parameters(self) -> None:
         self.declare_parameter("robot_description", "", _descriptor(
-            "URDF text of the robot; takes precedence over urdf_file."))
+            "URDF text of the robot (xacro markup expanded with xacro_args); takes precedence over urdf_file."))
         self.declare_parameter("urdf_file", DEFAULT_ROBOT, _descriptor(
-            "URDF path, or the name of a URDF shipped in share/mb_sim/urdf."))
+            "URDF or xacro (.xacro) path, or the name of a URDF shipped in share/mb_sim/urdf."))
+        self.declare_parameter("xacro_args", "", _descriptor(
+            "Arguments of a xacro urdf_file or robot_description, as on xacro's command line: \"a:=1 b:=2\"."))
+        self.declare_parameter("robot_description_topic", "", _descriptor(
+            "Take the URDF from this topic (std_msgs/String, transient local, as robot_state_publisher "
+            "publishes it) instead of urdf_file; the node then does not publish its own there."))
+        self.declare_parameter("robot_description_timeout", 30.0, _descriptor(
+            "Seconds to wait for robot_description_topic before giving up.", numeric=True))
         self.declare_parameter("physics_dt", 0.001, _descriptor(
             "Physics step of the fixed-step RK4 integrator [s].", numeric=True, bounded="physics_dt"))
         self.declare_parameter("publish_rate", 100.0, _descriptor(
@@ -261,6 +291,10 @@ class SimulationNode(Node):
         self.declare_parameter("allow_partial_joints_goal", False, _descriptor(
             "Accept ~/joint_trajectory messages that leave out joints (as joint_trajectory_controller's "
             "parameter); those joints keep what they follow."))
+        self.declare_parameter("ros2_control_topics", True, _descriptor(
+            "Serve the topic-based ros2_control hardware (joint_state_topic_hardware_interface/JointStateTopicSystem) "
+            "of the URDF's <ros2_control> elements: its joint_commands_topic in, joint_states_topic out, no command "
+            "timeout; false ignores <ros2_control>."))
         self.declare_parameter("spring_force_scale", 10.0, _descriptor(
             "Spring-damper force [N] from which ~/springs shows a spring fully red (tension) or blue "
             "(compression); grey at zero force.", numeric=True))
@@ -282,6 +316,12 @@ class SimulationNode(Node):
         self.start_paused = self.get_parameter("start_paused").value is True
         self.strict = self.get_parameter("strict").value is True
         self.floating_base = self.get_parameter("floating_base").value is True
+        try:
+            self.xacro_args = parse_xacro_args(self._string("xacro_args", allow_empty=True))
+        except ValueError as err:  # "xacro_args ...: <problem>"
+            raise StartupError(f"parameter {err}") from None
+        self.description_timeout = self._number("robot_description_timeout", lambda v: 0 < v <= 3600,
+                                                "must be in (0, 3600] s")
         self.world_frame = self._string("world_frame")
         self.frame_prefix = self._string("frame_prefix", allow_empty=True)
         self.spring_force_scale = self._number("spring_force_scale", lambda v: v > 0, "must be positive")
@@ -357,24 +397,81 @@ class SimulationNode(Node):
                 for name in overrides if name.startswith("initial_positions.") and name.split(".", 1)[1] in joints}
 
     def _robot_source(self) -> tuple[str, str, str]:
-        """(parameter naming the robot, path or URDF text for the loader, URDF text)."""
+        """(parameter naming the robot, path or URDF text for the loader, URDF text): from
+        robot_description, else robot_description_topic, else urdf_file; a xacro file or text is
+        expanded with xacro_args, and the loader gets the expanded text."""
         text = self.get_parameter("robot_description").value
+        topic = self.get_parameter("robot_description_topic").value.strip()
+        if text.strip() and topic:
+            raise StartupError("parameters robot_description and robot_description_topic: both are given; "
+                               "set one of them")
         if text.strip():
+            text = self._expanded("robot_description", text)
             return "robot_description", text, text
+        if topic:
+            text = self._received_description(topic)
+            return "robot_description_topic", text, text
         robot = self.get_parameter("urdf_file").value
         try:
             source = str(robot_path(robot))
+            if is_xacro(source):
+                text = self._expanded("urdf_file", source)
+                return "urdf_file", text, text
             return "urdf_file", source, Path(source).read_text()
         except (OSError, UnicodeDecodeError) as err:
             raise StartupError(f"parameter urdf_file: {err}") from None
 
+    def _expanded(self, parameter: str, source: str) -> str:
+        """The URDF text of `source` (a path or URDF text): xacro expanded with xacro_args, else as
+        it is; xacro's warnings to the log."""
+        if not is_xacro(source):
+            if self.xacro_args:
+                self.get_logger().warning(f"parameter xacro_args: ignored, {parameter} is not a xacro")
+            return source
+        try:
+            with self._warnings_logged():
+                return expand_xacro(source, self.xacro_args)
+        except URDFError as err:
+            raise StartupError(f"parameter {parameter}: {err}") from None
+
+    def _received_description(self, topic: str) -> str:
+        """The URDF text published on `topic` (transient local, as robot_state_publisher does), waited
+        for at most robot_description_timeout seconds; Ctrl-C ends the wait at once."""
+        received: list[str] = []
+        try:
+            self._description_topic = self.resolve_topic_name(topic)
+            subscription = self.create_subscription(String, topic, lambda message: received.append(message.data),
+                                                    LATCHED_QOS)
+        except (NameValidationException, InvalidTopicNameException, _rclpy.RCLError) as err:
+            problem = " ".join(str(err).split(", at ")[0].split())  # without rcl's C source location
+            raise StartupError(f"parameter robot_description_topic: {topic!r}: {problem}") from None
+        self.get_logger().info(f"waiting for {self._description_topic} (std_msgs/String, transient local)")
+        try:
+            arrived = spin_until(self, lambda: bool(received), self.description_timeout)
+        finally:
+            self.destroy_subscription(subscription)
+        if interrupted():
+            raise KeyboardInterrupt
+        if not arrived:
+            raise StartupError(f"parameter robot_description_topic: nothing arrived on {self._description_topic} "
+                               f"within {self.description_timeout:g} s (robot_description_timeout); is "
+                               "robot_state_publisher (or another node) publishing it, transient local?")
+        if uses_xacro(received[0]):
+            raise StartupError(f"parameter robot_description_topic: {self._description_topic} carries xacro "
+                               "markup, not URDF: publish the expanded URDF (xacro FILE), or give the file "
+                               "as urdf_file")
+        return received[0]
+
     def _load_robot(self, parameter: str, source: str) -> Robot:
         """The robot model, loaded with ``strict``; a URDF that strict refuses but the loader would
-        repair is blamed on ``strict`` (the error names the link), any other bad URDF on `parameter`."""
+        repair is blamed on ``strict`` (the error names the link), any other bad URDF on `parameter`
+        (a xacro file's by its name, though the loader read its expansion)."""
         try:
             with self._warnings_logged(skip=RepairWarning):  # repairs: listed by _log_repairs
                 return load_urdf(source, strict=self.strict, floating_base=self.floating_base)
         except STARTUP_ERRORS as err:
+            if isinstance(err, URDFError) and err.source == "<string>" and parameter == "urdf_file":
+                err = URDFError(str(robot_path(self.get_parameter("urdf_file").value)), err.element, err.problem)
             if self.strict and isinstance(err, URDFError) and _repairable(source):
                 raise StartupError(f"parameter strict: {err} (strict refuses what the loader would repair; "
                                    "strict:=false loads it and logs the repair)") from None
@@ -444,6 +541,27 @@ class SimulationNode(Node):
                                    f"joint {joint} from the independent joints; set those instead; {listed}")
             raise StartupError(f"parameter {rejected[0]}: no such one-DoF joint; {listed}")
 
+    def _ros2_control_systems(self) -> list[Ros2ControlSystem]:
+        """The URDF's ``<ros2_control>`` elements with the topic-based hardware, checked against the
+        robot (none when ros2_control_topics is false)."""
+        if self.get_parameter("ros2_control_topics").value is False:
+            return []
+        parameter = next((name for name in ("robot_description", "robot_description_topic") if self.has_parameter(name)
+                          and self.get_parameter(name).value.strip()), "urdf_file")
+        source = str(self.get_parameter(parameter).value) if parameter != "robot_description" else "<string>"
+        sim = self.sim
+        try:
+            systems = [system for system in ros2_control_systems(self.urdf_text, source) if system.topic_based]
+            check_systems(systems, source, list(sim.joint_indices), sim.actuated_joints, sim.servos.joints,
+                          {joint: motor for motor, joint in sim.motor_joints.items()}, self._mimic_joints())
+        except URDFError as err:
+            raise StartupError(f"parameter {parameter}: {err}") from None
+        return systems
+
+    def _mimic_joints(self) -> set[str]:
+        """The URDF's mimic joints (ros2_control lists them state only: their constraint moves them)."""
+        return {name for name, joint in self.robot.joints.items() if joint.joint_description.mimic is not None}
+
     def _switch_constraints(self) -> dict[str, str]:
         """Apply ``disabled_constraints``; the SetBool service name of each constraint."""
         try:
@@ -479,6 +597,7 @@ class SimulationNode(Node):
                      f"gains.<joint>.p/.d, feed-forward {'on' if self.servo_feed_forward else 'off'})")
         if self.lockstep:
             log.info("lockstep: each command advances one publish period; the simulation waits otherwise")
+        self._log_ros2_control()
         if self.sim.motors:
             motors = ", ".join(f"{motor} (joint {joint}, +-{limit:g} V)" for (motor, joint), limit
                                in zip(self.sim.motor_joints.items(), self.sim.voltage_limits))
@@ -508,6 +627,22 @@ class SimulationNode(Node):
         log.info(f"physics dt {self.dt:g} s, publishing at {self.publish_rate:g} Hz, {pace}"
                  + (", paused (call ~/pause with data: false or ~/step)" if self._session.paused else ""))
 
+    def _log_ros2_control(self) -> None:
+        """What each served ros2_control hardware commands, where; in lockstep, a warning when the
+        hardware sends only on change (the simulation would wait once the robot reaches its goal)."""
+        log = self.get_logger()
+        for system in self._ros2_control:
+            joints = ", ".join(f"{j.name} ({'/'.join(j.command_interfaces) or 'state only'}"
+                               f"{', mimic' if j.mimic else ''})" for j in system.joints)
+            log.info(f"{system.label} ({system.plugin}): commands on {system.commands_topic}, state on "
+                     f"{system.states_topic} (best effort) for [{joints}]; commands hold until the next one "
+                     "(no command_timeout)")
+            if self.lockstep and not system.threshold < 0:
+                log.warning(f"lockstep with {system.label}: its hardware sends a command only when it differs from "
+                            "the state, and the simulation waits for commands; set <param name="
+                            "\"trigger_joint_command_threshold\">-1</param> in its <hardware> to send every "
+                            "controller period")
+
     # -- commands ----------------------------------------------------------------------------
     def _reject(self, topic: str, error: CommandError) -> None:
         """A throttled warning per topic and kind of problem."""
@@ -526,6 +661,19 @@ class SimulationNode(Node):
             return
         if self._session.recording is not None:
             self._session.write(self._command_subs[topic].topic_name, COMMAND_TOPICS[topic],
+                                serialize_message(message))
+        self._step_locked()
+
+    def _on_ros2_control(self, system: Ros2ControlSystem, message: JointState) -> None:
+        """A command of the topic-based ros2_control hardware `system`: applied whole, or rejected
+        with a warning; in lockstep it advances one publish period (one controller period)."""
+        try:
+            self._session.command(ROS2_CONTROL_TOPIC, message)
+        except CommandError as err:
+            self._reject(self._ros2_control_topics[system.name], err)
+            return
+        if self._session.recording is not None:
+            self._session.write(self._ros2_control_topics[system.name], "sensor_msgs/msg/JointState",
                                 serialize_message(message))
         self._step_locked()
 
@@ -750,7 +898,11 @@ class SimulationNode(Node):
                     "command_timeout": 0.0 if self.lockstep else self.command_timeout,
                     "allow_partial_joints_goal": self.allow_partial,
                     "simulator": self._simulator_options(),
-                    "command_topics": {sub.topic_name: topic for topic, sub in self._command_subs.items()},
+                    "command_topics": {**{sub.topic_name: topic for topic, sub in self._command_subs.items()},
+                                       **{sub.topic_name: ROS2_CONTROL_TOPIC for sub in self._ros2_control_subs}},
+                    "ros2_control": {"interfaces": {joint: list(interfaces) for joint, interfaces
+                                                    in self._session.router.ros2_control.items()},
+                                     "ignored": sorted(self._session.router.ros2_control_ignored)},
                     "joint_states_topic": self._joint_pub.topic_name}
         self._session.start_recording(path, settings, serialize_message(String(data=self.urdf_text)),
                                      lambda text: serialize_message(String(data=text)))
@@ -795,10 +947,13 @@ class SimulationNode(Node):
                or _listened(self._motor_states_pub) else None)
         recording = self._session.recording is not None
         state = self._messages.render(
-            evaluated=out is not None, joint_states=recording or _listened(self._joint_pub),
+            evaluated=out is not None,
+            joint_states=recording or _listened(self._joint_pub) or any(map(_listened, self._ros2_control_pubs)),
             tf=_listened(self._tf_pub), odometry=_listened(self._odom_pub))
         if state.joint_states is not None:
             self._joint_pub.publish(state.joint_states)
+            for publisher in self._ros2_control_pubs:
+                publisher.publish(state.joint_states)
             if recording:
                 self._session.write(self._joint_pub.topic_name, "sensor_msgs/msg/JointState", state.joint_states)
         if state.tf is not None:

@@ -35,14 +35,15 @@ import atexit
 import faulthandler
 import gc
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["SPIN_POLL", "TEARDOWN_TIMEOUT", "bounded_teardown", "end_process", "interrupted", "leave_graph", "run_until_signal",
-           "spin", "spin_node"]
+__all__ = ["SPIN_POLL", "TEARDOWN_TIMEOUT", "bounded_teardown", "end_process", "interrupted", "leave_graph", "ros_arguments_problem",
+           "run_until_signal", "spin", "spin_node", "spin_until"]
 
 #: Seconds a teardown may take before the process is ended (status 1); below mb-sim-demo's
 #: 1 s grace between SIGINT and SIGTERM.
@@ -51,6 +52,9 @@ TEARDOWN_TIMEOUT = 0.75
 #: of a node with no timer and no rclpy signal handler to wake it.
 SPIN_POLL = 0.1
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: rcl's message about an argument it cannot parse: the rule's kind, the rule, the error.
+_RULE_ERROR = re.compile(r"Couldn't parse (?P<kind>[\w ]+?) rule: '(?P<rule>.*)'\. Error: (?P<error>.*?)(?:, at |$)",
+                         re.S)
 _interrupted = False
 _deferred = False  # True while `spin` runs: the handler marks the interrupt and raises nothing
 
@@ -153,6 +157,31 @@ def spin(node) -> None:
         executor.shutdown(timeout_sec=0)
 
 
+def spin_until(node, condition: Callable[[], bool], timeout: float) -> bool:
+    """Spin `node` as :func:`spin` does until `condition()` holds (True), `timeout` seconds pass or
+    SIGINT/SIGTERM arrives (False; :func:`interrupted` tells which): a node waiting for something
+    during its start-up."""
+    global _deferred
+    import time
+
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    deadline = time.monotonic() + timeout
+    _deferred = True
+    try:
+        while not condition():
+            if _interrupted or not executor.context.ok() or time.monotonic() > deadline:
+                return False
+            executor.spin_once(timeout_sec=SPIN_POLL)
+        return True
+    finally:
+        _deferred = False
+        executor.remove_node(node)
+        executor.shutdown(timeout_sec=0)
+
+
 def leave_graph(context=None) -> None:
     """Destroy the (shut down) rclpy `context` (default: the default one) now: that deletes its DDS
     participant, which announces its removal, so peers drop the node from the graph at once.
@@ -161,6 +190,23 @@ def leave_graph(context=None) -> None:
     import rclpy
 
     (context or rclpy.get_default_context()).destroy()
+
+
+def ros_arguments_problem(message: str) -> str:
+    """rcl's refusal of ``--ros-args`` (``RCLError``: the whole rule, newlines and all, and a C
+    location) as one line naming the rule, with what a ``-p`` value needs."""
+    match = _RULE_ERROR.search(message)
+    if match is None:
+        return f"cannot parse the --ros-args: {' '.join(message.split())}"
+    rule = " ".join(match["rule"].split())
+    shown = rule if len(rule) <= 80 else rule[:77] + "..."
+    hint = ""
+    if rule.startswith("-p "):
+        hint = ("; a -p value is read as YAML: text with ': ' or ' #' in it needs YAML quotes, "
+                "or a parameters file")
+        if rule.startswith("-p robot_description:="):
+            hint += ", or give the URDF as urdf_file:=FILE"
+    return f"cannot parse the --ros-args {match['kind']} {shown!r} ({match['error'].strip()}){hint}"
 
 
 def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], args: list[str] | None = None,
@@ -172,6 +218,7 @@ def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], a
     entry of the node and the controllers."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
     from rclpy.signals import SignalHandlerOptions
 
     if interrupted():  # a KeyboardInterrupt swallowed by some import
@@ -179,7 +226,11 @@ def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], a
     options = SignalHandlerOptions.ALL if signal_handlers else SignalHandlerOptions.NO
     node, failure, status = None, None, 0
     try:
-        rclpy.init(args=args, signal_handler_options=options)
+        try:
+            rclpy.init(args=args, signal_handler_options=options)
+        except _rclpy.RCLError as err:  # --ros-args rcl cannot parse: one line, not a traceback
+            print(f"{name}: {ros_arguments_problem(str(err))}", file=sys.stderr)
+            return 1
         node = create()
         spin(node)
     except tuple(fatal) as err:

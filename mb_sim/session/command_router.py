@@ -16,14 +16,14 @@ from dataclasses import asdict
 import numpy as np
 
 from mb_sim.session.commands import (
-    CommandError, TimedCommands, effort_array, joint_commands, motor_voltages, voltage_array,
+    CommandError, TimedCommands, effort_array, joint_commands, motor_voltages, ros2_control_commands, voltage_array,
 )
 from mb_sim.session.trajectory_commands import TrajectoryPoint, trajectory_waypoints
 from mb_sim.sim import Simulator
 from mb_sim.sim.servos import Segment
 from mb_sim.sim.trajectory import TrajectoryError, joint_segments
 
-__all__ = ["COMMAND_TOPICS", "CommandRouter", "MAX_TRAJECTORY_POINTS"]
+__all__ = ["COMMAND_TOPICS", "CommandRouter", "MAX_TRAJECTORY_POINTS", "ROS2_CONTROL_TOPIC"]
 
 #: Most points one ~/joint_trajectory message may hold (100 s at 1 kHz): its segments are built
 #: on arrival, so a longer one would hold the node for seconds and its memory.
@@ -37,6 +37,10 @@ COMMAND_TOPICS = {
     "voltage_joint_commands": "sensor_msgs/msg/JointState",
     "joint_trajectory": "trajectory_msgs/msg/JointTrajectory",
 }
+
+#: The handler key of the commands of ros2_control's topic-based hardware (its topic is the
+#: ``joint_commands_topic`` of the URDF's ``<ros2_control>``, not one of COMMAND_TOPICS).
+ROS2_CONTROL_TOPIC = "ros2_control_commands"
 
 
 def _seconds(time) -> float:
@@ -56,6 +60,8 @@ class CommandRouter:
         self.efforts = TimedCommands(sim.actuated_joints, timeout)  # of the actuated joints (servo feed-forward)
         self.voltages = TimedCommands(sim.motors, timeout)
         self.motorized = {joint: motor for motor, joint in sim.motor_joints.items()}  # joint -> motor
+        self.ros2_control: dict[str, tuple[str, ...]] = {}  # joint -> command interfaces (serve_ros2_control)
+        self.ros2_control_ignored: set[str] = set()
 
     def handle(self, topic: str, message, now: float) -> None:
         """Apply `message` of command topic `topic` (a key of COMMAND_TOPICS) at command time `now`."""
@@ -65,7 +71,41 @@ class CommandRouter:
         self.efforts.set_all(effort_array(message.data, self.sim.actuated_joints, self.motorized), now)
 
     def _on_joint_commands(self, message, now: float) -> None:
-        commands = joint_commands(message.name, message.position, message.velocity, message.effort,
+        self._joint_commands(message.name, message.position, message.velocity, message.effort, now)
+
+    def serve_ros2_control(self, interfaces: dict[str, tuple[str, ...]], ignored: set[str], hold: bool = True) -> None:
+        """Take the commands of ros2_control's topic-based hardware (topic
+        :data:`ROS2_CONTROL_TOPIC`): `interfaces` are the command interfaces of its joints, `ignored`
+        joints (mimic joints) state only.  Its joints hold their start until commanded (and after
+        a reset): a joint with a position interface holds its position, one with a velocity
+        interface only is held still; `hold` false leaves the servos as they are now (a replay
+        restored them)."""
+        self.ros2_control, self.ros2_control_ignored = dict(interfaces), set(ignored)
+        if hold:
+            self._hold_ros2_control()
+
+    def _hold_ros2_control(self) -> None:
+        """Position-commanded joints hold where they are, velocity-commanded ones are held still."""
+        q, indices, t, servos = self.sim.q, self.sim.joint_indices, self.sim.time, self.sim.servos
+        for joint, interfaces in self.ros2_control.items():
+            if joint in self.ros2_control_ignored:
+                continue
+            if "position" in interfaces:
+                servos.hold_position(joint, float(q[indices[joint][0]]), 0.0, t)
+            elif "velocity" in interfaces:
+                servos.hold_velocity(joint, 0.0, t)
+
+    def _on_ros2_control_commands(self, message, now: float) -> None:
+        """A JointState of the topic-based hardware: fields shorter than its names (see
+        :func:`~mb_sim.session.commands.ros2_control_commands`), NaN before a controller commands."""
+        names, *fields = ros2_control_commands(message.name, message.position, message.velocity, message.effort,
+                                               self.ros2_control, self.ros2_control_ignored)
+        if names:
+            self._joint_commands(names, *fields, now)
+
+    def _joint_commands(self, names, positions, velocities, efforts, now: float) -> None:
+        """Servo or drive each joint named on the interface its fields select."""
+        commands = joint_commands(names, positions, velocities, efforts,
                                   self.sim.actuated_joints, self.sim.servos.joints, self.motorized)
         servos, t = self.sim.servos, self.sim.time
         for joint, command in commands.items():
@@ -125,9 +165,10 @@ class CommandRouter:
         self.voltages.set_some(dict.fromkeys(motors, 0.0), -math.inf)
 
     def clear(self) -> None:
-        """No command at all (after a reset)."""
+        """No command at all (after a reset): the ros2_control joints hold their start again."""
         self.efforts.clear()
         self.voltages.clear()
+        self._hold_ros2_control()
 
     # -- snapshots for recordings -------------------------------------------------------------
     def snapshot(self) -> dict:

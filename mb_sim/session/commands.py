@@ -21,14 +21,14 @@ not all of them (a hostile message of 100k names costs milliseconds, not minutes
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
     "CommandError", "JointCommand", "effort_array", "joint_commands", "joint_efforts", "voltage_array", "motor_voltages", "TimedCommands",
-    "EffortCommands", "VOLTAGE_TOPICS",
+    "EffortCommands", "VOLTAGE_TOPICS", "ros2_control_commands",
 ]
 
 #: The node's voltage topics, named in the hint of a refused effort on a motorized joint.
@@ -215,6 +215,53 @@ def _select(names: list[str], position, velocity, effort, servoed: set[str]) -> 
         raise CommandError("no_value", f"joint(s) {_listed(empty)} have no position, velocity or effort "
                                        "(every field empty or NaN)")
     return commands
+
+
+def _scatter(values: Sequence[float], names: list[str], takes: list[bool], field: str) -> list[float]:
+    """A JointState field as topic_based_hardware_interfaces sends it, one value per name (NaN where
+    none): `values` holds one value per name whose joint `takes` the interface (in order), or one
+    per name (the plain convention), or none."""
+    if not len(values):
+        return []
+    if len(values) == len(names):
+        return list(values)
+    if len(values) != sum(takes):
+        taking = [name for name, t in zip(names, takes) if t]
+        raise CommandError("length", f"{len(values)} values in {field}: expected one per named joint with a {field} "
+                                     f"command interface ({len(taking)}: {_listed(taking) or 'none'}) or one per name "
+                                     f"({len(names)})")
+    it = iter(values)
+    return [float(next(it)) if t else math.nan for t in takes]
+
+
+def ros2_control_commands(names: Sequence[str], positions: Sequence[float], velocities: Sequence[float],
+                          efforts: Sequence[float], interfaces: Mapping[str, Sequence[str]],
+                          ignored: Collection[str] = ()) -> tuple[list[str], list[float], list[float], list[float]]:
+    """A command of ros2_control's topic-based hardware, as a plain ``joint_commands`` message.
+
+    The hardware names every joint of its ``<ros2_control>`` element and fills each field with the
+    commands of the joints having that command interface only (`interfaces`: joint -> its
+    interfaces), so a field may be shorter than ``name``.  Before a controller claims a joint its
+    command is NaN: joints with no finite value, and `ignored` ones (mimic joints), are left out:
+    they keep the command they hold.  Returns (names, positions, velocities, efforts), each field
+    empty or one value per name left.
+    """
+    names = list(names)
+    if not names:
+        raise CommandError("empty", "the command names no joint")
+    _check_size(names, len(interfaces), "joint")
+    unknown = [name for name in names if name not in interfaces]
+    if unknown:
+        raise CommandError("unknown_joint", f"joint(s) {_listed(unknown)} not in the URDF's <ros2_control>; "
+                                            f"its joints: {', '.join(interfaces) or 'none'}")
+    duplicates = _repeated(names)
+    if duplicates:
+        raise CommandError("duplicate_joint", f"joint(s) named twice: {_listed(duplicates)}")
+    fields = [_scatter(values, names, [field in interfaces[name] for name in names], field)
+              for values, field in ((positions, "position"), (velocities, "velocity"), (efforts, "effort"))]
+    kept = [k for k, name in enumerate(names) if name not in ignored
+            and any(values and not math.isnan(values[k]) for values in fields)]
+    return ([names[k] for k in kept], *([values[k] for k in kept] if values else [] for values in fields))
 
 
 def _no_motor() -> CommandError:

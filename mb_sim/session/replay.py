@@ -36,7 +36,7 @@ from mcap.stream_reader import breakup_chunk
 from mcap_ros2.decoder import DecoderFactory
 
 from mb_sim.session import MAX_ADVANCE_STEPS, Session
-from mb_sim.session.command_router import COMMAND_TOPICS
+from mb_sim.session.command_router import COMMAND_TOPICS, ROS2_CONTROL_TOPIC
 from mb_sim.session.commands import CommandError
 from mb_sim.session.recorder import EVENTS_TOPIC, FORMAT, RECORDING_TOPIC
 from mb_sim.sim import SimulationError, Simulator
@@ -288,7 +288,7 @@ def _check_header(header: dict) -> dict:
         raise ValueError(f"state.initial: expected [q, u, z, time], got {len(initial)} items")
     topics = get("command_topics", dict)
     for topic, kind in topics.items():
-        if kind not in COMMAND_TOPICS:
+        if kind not in COMMAND_TOPICS and kind != ROS2_CONTROL_TOPIC:
             raise ValueError(f"{where} key 'command_topics': topic {topic}: unknown kind {_show(kind)}")
     return {"physics_dt": _number(_key(header, "physics_dt", where), "physics_dt", *PHYSICS_DT),
             "time": _number(_key(header, "time", where), "time", 0.0, MAX_TIME),
@@ -303,7 +303,22 @@ def _check_header(header: dict) -> dict:
                         _numbers(initial[2], "state.initial[2]"), _number(initial[3], "state.initial[3]", 0.0, MAX_TIME)),
             "commands": _check_commands(get("commands", dict)),
             "command_topics": topics,
+            "ros2_control": _check_ros2_control(header.get("ros2_control", {"interfaces": {}, "ignored": []})),
             "joint_states_topic": get("joint_states_topic", str)}
+
+
+def _check_ros2_control(recorded) -> dict:
+    """The recorded ros2_control hardware's joints: ``interfaces`` (joint -> command interfaces)
+    and ``ignored`` (mimic joints), checked."""
+    where = "header key 'ros2_control'"
+    recorded = _typed(recorded, dict, where)
+    interfaces = _typed(_key(recorded, "interfaces", where), dict, f"{where}.interfaces")
+    for joint, names in interfaces.items():
+        if not isinstance(names, list) or not all(name in ("position", "velocity", "effort") for name in names):
+            raise ValueError(f"{where}.interfaces.{joint}: expected a list of position, velocity, effort")
+    ignored = _typed(_key(recorded, "ignored", where), list, f"{where}.ignored")
+    return {"interfaces": {joint: tuple(names) for joint, names in interfaces.items()},
+            "ignored": {str(joint) for joint in ignored}}
 
 
 def _check_commands(commands: dict) -> dict:
@@ -418,6 +433,8 @@ class _Replay:
             self.session = Session(self.sim, command_timeout=settings["command_timeout"],
                                    allow_partial=settings["allow_partial"], start_paused=True, clock=_no_wall_clock)
             self.session.router.restore(settings["commands"], 0.0)
+            self.session.router.serve_ros2_control(settings["ros2_control"]["interfaces"],
+                                                   settings["ros2_control"]["ignored"], hold=False)
         except (ValueError, TypeError, KeyError, SimulationError) as err:
             raise ReplayError(f"{path}: its header does not fit its robot: {err}") from None
         self.commands, self.joint_states = settings["command_topics"], settings["joint_states_topic"]
@@ -426,7 +443,8 @@ class _Replay:
     def take(self, messages: _McapMessages, topic: str, time: float, type_name: str | None, data: bytes) -> None:
         """One message of the recording, in file order."""
         if topic in self.commands:
-            command = messages.decode(topic, type_name, data, COMMAND_TOPICS[self.commands[topic]])
+            kind = self.commands[topic]
+            command = messages.decode(topic, type_name, data, COMMAND_TOPICS.get(kind, "sensor_msgs/msg/JointState"))
             self._advance_to(time)
             try:
                 self.session.command(self.commands[topic], command)

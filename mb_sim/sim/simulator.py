@@ -66,7 +66,8 @@ class Simulator:
     Parameters
     ----------
     robot
-        A robot model, or a URDF path / URDF text (loaded with `floating_base`: see ``load_urdf``).
+        A robot model, or a URDF path / URDF text (loaded with `floating_base`: see ``load_urdf``);
+        a ``.xacro`` path is expanded first with `xacro_args` (``{"name": "value"}``).
     dt
         Physics step of the fixed-step integrator [s] (default 1 ms); also the output step of
         ``advance`` for adaptive integrators.
@@ -116,7 +117,7 @@ class Simulator:
                  default_speed_bounds: tuple[float, float] | None = None,
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
                  servo_feed_forward: bool = True, initial_positions: Mapping[str, float] | None = None,
-                 floating_base: bool = False) -> None:
+                 floating_base: bool = False, xacro_args: Mapping[str, object] | None = None) -> None:
         self._stepper = stepper(integrator)  # ValueError naming the choices
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
@@ -124,7 +125,8 @@ class Simulator:
             if not (math.isfinite(tolerance) and tolerance > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {tolerance}")
         _check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
-        self.robot = robot if isinstance(robot, Robot) else load_urdf(robot, floating_base=floating_base)
+        self.robot = robot if isinstance(robot, Robot) else load_urdf(robot, floating_base=floating_base,
+                                                                               xacro_args=xacro_args)
         self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
         self.dt, self.integrator, self.rtol, self.atol = dt, integrator, rtol, atol
         system = self.robot.system

@@ -14,6 +14,7 @@ import os
 import re
 import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 from xml.parsers import expat
 
@@ -30,6 +31,7 @@ from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions
 from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
 from mb_sim.urdf.rotations import rpy_to_matrix
 from mb_sim.urdf.validation import validate
+from mb_sim.urdf.xacro_expansion import expand_xacro, is_xacro
 
 __all__ = ["parse_urdf"]
 
@@ -74,8 +76,13 @@ _BEFORE_DECLARATION = re.compile(r"^\ufeff?(\s+)(?=<\?xml[\s?])")
 _UNBOUND_PREFIX = expat.errors.codes[expat.errors.XML_ERROR_UNBOUND_PREFIX]
 
 
-def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False) -> RobotDescription:
+def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
+               xacro_args: Mapping[str, object] | None = None) -> RobotDescription:
     """Parse and validate a URDF given as a file path or as XML text.
+
+    A ``.xacro`` file, or text using xacro markup, is expanded first with `xacro_args` (the
+    ``name:=value`` pairs of the xacro command line; :mod:`mb_sim.urdf.xacro_expansion`); errors
+    then name the xacro file.
 
     Mass properties are judged per moving body (links fixed to each other merged) and repaired
     where the fault is rounding or the triangle inequality (see :mod:`mb_sim.urdf.inertia`); a
@@ -95,6 +102,10 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
         For any input mb_sim cannot simulate; the message names the file and element.
     """
     text, source = _read_source(path_or_xml)
+    if is_xacro(path_or_xml):
+        text = expand_xacro(path_or_xml, xacro_args)
+    elif xacro_args:
+        warn_user(f"{source}: xacro_args ignored: not a xacro file", URDFWarning)
     root, oddities = _parse_xml(text, source, strict)
     _check_depth(root, source)
     warned: set[str] = set()
