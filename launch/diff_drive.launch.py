@@ -2,94 +2,91 @@
 
 mb_sim_node simulates the robot (urdf_file diff_drive, world_frame odom: TF and the ground-truth
 /odom in the frame odom); mb_sim_diff_drive_controller turns /cmd_vel (geometry_msgs/TwistStamped
-by default) into motor voltages and publishes its wheel odometry on
-/mb_sim_diff_drive_controller/odom; RViz shows the robot, both odometries and TF in the fixed
-frame odom.
+by default; a publisher of plain Twist, as teleop_twist_keyboard without -p stamped:=true, gets
+one warning saying what to change: use_stamped_vel: false in controller_params_file takes Twist)
+into motor voltages and publishes its wheel odometry on /mb_sim_diff_drive_controller/odom; RViz
+shows the robot, both odometries and TF in the fixed frame odom.
 
-Arguments:
-  rviz                    true: also start RViz with share/mb_sim/config/diff_drive.rviz (default: true);
-                          without the rviz2 package, nothing starts (status 1, pass rviz:=false).
+Fixed here (not arguments): the robot (urdf_file diff_drive; robot, urdf_file, robot_description,
+robot_description_topic and xacro_args are not offered) and world_frame odom.
+
+Arguments (node-parameter ones default to "": params_file's value, else the node's default; a
+value given on the command line always wins over params_file):
+  namespace               namespace of all nodes (r1: /r1/mb_sim, /r1/cmd_vel, /r1/odom); /tf, /tf_static,
+                          /clock stay global; RViz is remapped to it (default: none).
+  use_sim_time            true/false: the controller and RViz follow /clock (default: true).
+  start_paused            true: start paused (~/pause with data: false, or ~/step, to go on).
+  initial_positions       initial joint positions [rad or m], e.g. "left_wheel_joint:=0.5".
+  publish_rate            rate of /joint_states, /odom, /tf [Hz of sim time]: the controller's
+                          loop rate (node default 100).
+  physics_dt              physics step [s] (node default 0.001).
   real_time_factor        simulated seconds per wall-clock second; 0 runs as fast as possible
-                          (default: 1.0).
+                          (node default 1.0).
+  lockstep                true: advance one publish period per command (the controller answers each
+                          /joint_states with one).
   strict                  true: refuse a URDF the loader would repair instead of loading it with
-                          the repairs logged (default: false).
-  params_file             YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
-                          the robot, world_frame, real_time_factor and strict are set here.
+                          the repairs logged.
+  log_level               log level of both mb_sim nodes: debug, info, warn, error, fatal (default: info).
+  params_file             YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml).
   controller_params_file  YAML with mb_sim_diff_drive_controller parameters
                           (default: share/mb_sim/config/diff_drive_controller.yaml).
+  rviz                    true: also start RViz with share/mb_sim/config/diff_drive.rviz (default: true);
+                          without the rviz2 package, nothing starts (status 1, pass rviz:=false).
 
 Example: ros2 launch mb_sim diff_drive.launch.py, then
   ros2 topic pub -r 10 /cmd_vel geometry_msgs/msg/TwistStamped "{twist: {linear: {x: 0.5}, angular: {z: 0.3}}}"
+or, namespaced: ros2 launch mb_sim diff_drive.launch.py namespace:=r1 rviz:=false, then
+  ros2 topic pub -r 10 /r1/cmd_vel geometry_msgs/msg/TwistStamped "{twist: {linear: {x: 0.5}}}"
 """
-from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from mb_sim import launch_arguments
 
-def _require_rviz(context) -> list:
-    """With rviz:=true and no rviz2 installed, fail before any process has started.  (Launch would
-    otherwise start the processes listed before RViz, fail on RViz's package, exit with status 1
-    and leave them running, orphaned.)"""
-    if IfCondition(LaunchConfiguration("rviz")).evaluate(context):
-        try:
-            get_package_prefix("rviz2")
-        except PackageNotFoundError:
-            raise RuntimeError("rviz:=true but the package rviz2 is not installed: "
-                               "install it (ros-<distro>-rviz2) or pass rviz:=false") from None
-    return []
+ARGUMENTS = ("namespace", "use_sim_time", "start_paused", "initial_positions", "publish_rate", "physics_dt",
+             "real_time_factor", "lockstep", "strict", "log_level", "params_file", "rviz")
+CONTROLLER = "mb_sim_diff_drive_controller"
+#: The node parameters this launch file fixes.
+FIXED = {"urdf_file": "diff_drive", "robot_description": "", "robot_description_topic": "", "xacro_args": "",
+         "world_frame": "odom"}
+#: The absolute topics config/diff_drive.rviz shows: remapped into the namespace.
+RVIZ_TOPICS = ("/robot_description", "/odom", "/mb_sim_diff_drive_controller/odom")
+
+
+def _nodes(context, rviz_config) -> list:
+    """The simulation, the controller, and RViz if asked; a bad argument (or rviz:=true without
+    rviz2) stops the launch here, before any process has started."""
+    configurations = context.launch_configurations
+    rviz = launch_arguments.require_rviz(configurations)
+    simulation = launch_arguments.simulation_node(configurations, FIXED)
+    controller = launch_arguments.helper_node(configurations, CONTROLLER)
+    nodes = [
+        Node(package="mb_sim", executable="mb_sim_node", name="mb_sim", namespace=simulation.namespace,
+             output="screen", parameters=simulation.parameters, ros_arguments=simulation.ros_arguments),
+        Node(package="mb_sim", executable=CONTROLLER, name=CONTROLLER, namespace=controller.namespace,
+             output="screen", parameters=controller.parameters,  # use_sim_time: true by default
+             ros_arguments=controller.ros_arguments),
+    ]
+    if rviz:
+        nodes.append(Node(
+            package="rviz2", executable="rviz2", name="rviz2", output="screen", arguments=["-d", rviz_config],
+            # TF is stamped with sim time: RViz must look it up on /clock.
+            parameters=[{"use_sim_time": launch_arguments.flag(configurations, "use_sim_time", True)}],
+            remappings=launch_arguments.namespaced_remappings(configurations, RVIZ_TOPICS)))
+    return nodes
 
 
 def generate_launch_description() -> LaunchDescription:
     config = PathJoinSubstitution([FindPackageShare("mb_sim"), "config"])
+    defaults = {"rviz": "true", "params_file": PathJoinSubstitution([config, "mb_sim.yaml"])}
     return LaunchDescription([
-        DeclareLaunchArgument(
-            "rviz", default_value="true",
-            description="Also start RViz with config/diff_drive.rviz"),
-        DeclareLaunchArgument(
-            "real_time_factor", default_value="1.0",
-            description="Simulated seconds per wall-clock second; 0 runs as fast as possible"),
-        DeclareLaunchArgument(
-            "strict", default_value="false",
-            description="Refuse a URDF the loader would repair instead of loading it with the repairs logged"),
-        DeclareLaunchArgument(
-            "params_file", default_value=PathJoinSubstitution([config, "mb_sim.yaml"]),
-            description="YAML file with mb_sim_node parameters"),
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, default, description in launch_arguments.declarations(ARGUMENTS, **defaults)],
         DeclareLaunchArgument(
             "controller_params_file", default_value=PathJoinSubstitution([config, "diff_drive_controller.yaml"]),
             description="YAML file with mb_sim_diff_drive_controller parameters"),
-        OpaqueFunction(function=_require_rviz),  # before any process starts
-        Node(
-            package="mb_sim",
-            executable="mb_sim_node",
-            name="mb_sim",
-            output="screen",
-            parameters=[
-                LaunchConfiguration("params_file"),
-                {"urdf_file": "diff_drive", "world_frame": "odom",
-                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
-                 "strict": ParameterValue(LaunchConfiguration("strict"), value_type=bool)},
-            ],
-        ),
-        Node(
-            package="mb_sim",
-            executable="mb_sim_diff_drive_controller",
-            name="mb_sim_diff_drive_controller",
-            output="screen",
-            parameters=[LaunchConfiguration("controller_params_file")],  # use_sim_time: true by default
-        ),
-        Node(
-            package="rviz2",
-            executable="rviz2",
-            name="rviz2",
-            output="screen",
-            arguments=["-d", PathJoinSubstitution([config, "diff_drive.rviz"])],
-            # TF is stamped with sim time: RViz must look it up on /clock.
-            parameters=[{"use_sim_time": True}],
-            condition=IfCondition(LaunchConfiguration("rviz")),
-        ),
+        OpaqueFunction(function=_nodes, args=[PathJoinSubstitution([config, "diff_drive.rviz"])]),
     ])

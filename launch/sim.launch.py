@@ -1,87 +1,78 @@
 """Start the mb_sim simulation node for one robot, and RViz if asked.
 
-Arguments:
-  robot             URDF shipped in share/mb_sim/urdf (name, with or without .urdf) or a path
-                    (default: pendulum).
-  rviz              true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: false);
-                    without the rviz2 package, nothing starts (status 1, pass rviz:=false).
-  real_time_factor  simulated seconds per wall-clock second; 0 runs as fast as possible (default: 1.0).
-  strict            true: refuse a URDF the loader would repair (inertias, a mimic on a fixed joint)
-                    instead of loading it with the repairs logged (default: false).
-  floating_base     true: join the root link to the world by a floating joint (6 DoF) instead of
-                    fixing it (a root link named world is the world itself) (default: false).
-  params_file       YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
-                    robot, real_time_factor, strict and floating_base override its urdf_file,
-                    real_time_factor, strict and floating_base.
+Arguments (node-parameter ones default to "": params_file's value, else the node's default; a
+value given on the command line always wins over params_file):
+  namespace                namespace of the node (r1: /r1/mb_sim, /r1/joint_states); /tf, /tf_static,
+                           /clock and /diagnostics stay global; RViz is remapped to it (default: none).
+  use_sim_time             true/false: RViz follows /clock (default: true); the simulation node
+                           publishes /clock and keeps wall time itself.
+  robot                    URDF or xacro shipped in share/mb_sim/urdf (name, with or without .urdf) or
+                           a path: the node's urdf_file (default: params_file's, else pendulum).
+  urdf_file                alias of robot (wins when both are given).
+  robot_description        URDF text, e.g. robot_description:="$(cat my.urdf)"; wins over
+                           robot_description_topic, urdf_file and robot.
+  robot_description_topic  read the URDF from this topic (std_msgs/String, transient local, e.g.
+                           robot_state_publisher's /robot_description); wins over urdf_file and robot.
+  xacro_args               arguments of a .xacro robot as on xacro's command line: "a:=1 b:=2".
+  start_paused             true: start paused (~/pause with data: false, or ~/step, to go on).
+  initial_positions        initial joint positions [rad or m]: "hinge:=0.5 elbow:=1" or "{hinge: 0.5}".
+  publish_rate             rate of /joint_states, /tf and /clock [Hz of sim time] (node default 100).
+  physics_dt               physics step [s] (node default 0.001).
+  real_time_factor         simulated seconds per wall-clock second; 0 runs as fast as possible
+                           (node default 1.0).
+  lockstep                 true: advance one publish period per command, wait otherwise.
+  strict                   true: refuse a URDF the loader would repair (inertias, a mimic on a fixed
+                           joint) instead of loading it with the repairs logged.
+  floating_base            true: join the root link to the world by a floating joint (6 DoF) instead of
+                           fixing it (a root link named world is the world itself).
+  log_level                log level of the node (--ros-args --log-level): debug, info, warn, error,
+                           fatal (default: info).
+  params_file              YAML with mb_sim_node parameters (default: share/mb_sim/config/mb_sim.yaml);
+                           its key mb_sim applies in any namespace.
+  rviz                     true: also start RViz with share/mb_sim/config/mb_sim.rviz (default: false);
+                           without the rviz2 package, nothing starts (status 1, pass rviz:=false).
 
-Example: ros2 launch mb_sim sim.launch.py robot:=arm6 rviz:=true
+A bad value stops the launch before any process starts, with one line naming the argument.
+
+Example: ros2 launch mb_sim sim.launch.py robot:=arm6 namespace:=r1 initial_positions:="elbow_joint:=1.0" rviz:=true
 """
-from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from mb_sim import launch_arguments
 
-def _require_rviz(context) -> list:
-    """With rviz:=true and no rviz2 installed, fail before any process has started.  (Launch would
-    otherwise start the processes listed before RViz, fail on RViz's package, exit with status 1
-    and leave them running, orphaned.)"""
-    if IfCondition(LaunchConfiguration("rviz")).evaluate(context):
-        try:
-            get_package_prefix("rviz2")
-        except PackageNotFoundError:
-            raise RuntimeError("rviz:=true but the package rviz2 is not installed: "
-                               "install it (ros-<distro>-rviz2) or pass rviz:=false") from None
-    return []
+ARGUMENTS = ("namespace", "use_sim_time", "robot", "urdf_file", "robot_description", "robot_description_topic",
+             "xacro_args", "start_paused", "initial_positions", "publish_rate", "physics_dt", "real_time_factor",
+             "lockstep", "strict", "floating_base", "log_level", "params_file", "rviz")
+#: The absolute topics config/mb_sim.rviz shows: remapped into the namespace.
+RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs")
+
+
+def _nodes(context, rviz_config) -> list:
+    """The simulation node, and RViz if asked; a bad argument (or rviz:=true without rviz2) stops
+    the launch here, before any process has started."""
+    configurations = context.launch_configurations
+    rviz = launch_arguments.require_rviz(configurations)
+    simulation = launch_arguments.simulation_node(configurations)
+    nodes = [Node(package="mb_sim", executable="mb_sim_node", name="mb_sim", namespace=simulation.namespace,
+                  output="screen", parameters=simulation.parameters, ros_arguments=simulation.ros_arguments)]
+    if rviz:
+        nodes.append(Node(
+            package="rviz2", executable="rviz2", name="rviz2", output="screen", arguments=["-d", rviz_config],
+            # TF is stamped with sim time: RViz must look it up on /clock.
+            parameters=[{"use_sim_time": launch_arguments.flag(configurations, "use_sim_time", True)}],
+            remappings=launch_arguments.namespaced_remappings(configurations, RVIZ_TOPICS)))
+    return nodes
 
 
 def generate_launch_description() -> LaunchDescription:
     config = PathJoinSubstitution([FindPackageShare("mb_sim"), "config"])
+    defaults = {"params_file": PathJoinSubstitution([config, "mb_sim.yaml"])}
     return LaunchDescription([
-        DeclareLaunchArgument(
-            "robot", default_value="pendulum",
-            description="URDF shipped in share/mb_sim/urdf (name) or a path to a URDF file"),
-        DeclareLaunchArgument(
-            "rviz", default_value="false",
-            description="Also start RViz with config/mb_sim.rviz"),
-        DeclareLaunchArgument(
-            "real_time_factor", default_value="1.0",
-            description="Simulated seconds per wall-clock second; 0 runs as fast as possible"),
-        DeclareLaunchArgument(
-            "strict", default_value="false",
-            description="Refuse a URDF the loader would repair instead of loading it with the repairs logged"),
-        DeclareLaunchArgument(
-            "floating_base", default_value="false",
-            description="Join the root link to the world by a floating joint instead of fixing it"),
-        DeclareLaunchArgument(
-            "params_file", default_value=PathJoinSubstitution([config, "mb_sim.yaml"]),
-            description="YAML file with mb_sim_node parameters"),
-        OpaqueFunction(function=_require_rviz),  # before any process starts
-        Node(
-            package="mb_sim",
-            executable="mb_sim_node",
-            name="mb_sim",
-            output="screen",
-            parameters=[
-                LaunchConfiguration("params_file"),
-                {"urdf_file": ParameterValue(LaunchConfiguration("robot"), value_type=str),
-                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
-                 "strict": ParameterValue(LaunchConfiguration("strict"), value_type=bool),
-                 "floating_base": ParameterValue(LaunchConfiguration("floating_base"), value_type=bool)},
-            ],
-        ),
-        Node(
-            package="rviz2",
-            executable="rviz2",
-            name="rviz2",
-            output="screen",
-            arguments=["-d", PathJoinSubstitution([config, "mb_sim.rviz"])],
-            # TF is stamped with sim time: RViz must look it up on /clock.
-            parameters=[{"use_sim_time": True}],
-            condition=IfCondition(LaunchConfiguration("rviz")),
-        ),
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, default, description in launch_arguments.declarations(ARGUMENTS, **defaults)],
+        OpaqueFunction(function=_nodes, args=[PathJoinSubstitution([config, "mb_sim.rviz"])]),
     ])

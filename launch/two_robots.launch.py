@@ -9,49 +9,76 @@ publishes /clock (robot2: publish_clock false): both run at the same real_time_f
 node is on sim time.  Each mb_sim_demo_controller (/robotN/mb_sim_demo_controller) reads its
 namespace's joint_states and commands robotN/mb_sim/joint_commands.
 
-Arguments:
-  robot1                  URDF of /robot1 shipped in share/mb_sim/urdf (name) or a path (default: arm6).
-  robot2                  URDF of /robot2, likewise (default: double_pendulum).
-  rviz                    true: also start RViz with share/mb_sim/config/two_robots.rviz (default: true);
-                          without the rviz2 package, nothing starts (status 1, pass rviz:=false).
-  real_time_factor        simulated seconds per wall-clock second of both simulations; 0 runs as fast
-                          as possible (default: 1.0).
-  controller_params_file  YAML with the parameters of both mb_sim_demo_controller nodes
-                          (default: share/mb_sim/config/demo_controller.yaml); its key must match
-                          the namespaced nodes (/**/mb_sim_demo_controller); gains are per joint
-                          name, so one file serves both robots.
+Fixed here (not arguments): the namespaces robot1 and robot2 (their frame prefixes, world frames
+and the RViz config follow them); each robot's URDF is a file (robot1, robot2): robot_description
+text or topics are not offered (start sim.launch.py once per robot with namespace:= for those).
+
+Arguments (node-parameter ones default to "": params_file's value, else the node's default; a
+value given on the command line always wins over params_file; shared ones apply to both robots):
+  robot1                    URDF or xacro of /robot1 shipped in share/mb_sim/urdf (name) or a path
+                            (default: arm6).
+  robot2                    URDF or xacro of /robot2, likewise (default: double_pendulum).
+  robot1_xacro_args         arguments of robot1's .xacro: "a:=1 b:=2".
+  robot2_xacro_args         arguments of robot2's .xacro.
+  robot1_initial_positions  initial joint positions of robot1 [rad or m]: "elbow_joint:=1.0" or
+                            "{elbow_joint: 1.0}".
+  robot2_initial_positions  initial joint positions of robot2, likewise.
+  use_sim_time              true/false: the controllers and RViz follow /clock (default: true).
+  start_paused              true: both start paused (~/pause with data: false on each to go on).
+  publish_rate              rate of each robot's joint_states [Hz of sim time] (node default 100).
+  physics_dt                physics step [s] (node default 0.001).
+  real_time_factor          simulated seconds per wall-clock second of both simulations; 0 runs as
+                            fast as possible (node default 1.0).
+  lockstep                  true: each simulation advances one publish period per command of its
+                            controller.
+  strict                    true: refuse a URDF the loader would repair instead of loading it.
+  log_level                 log level of the mb_sim nodes: debug, info, warn, error, fatal (default: info).
+  params_file               YAML with the parameters of both mb_sim_node nodes (default:
+                            share/mb_sim/config/mb_sim.yaml; its key mb_sim applies in both
+                            namespaces); frame_prefix, world_frame and publish_clock are set here.
+  controller_params_file    YAML with the parameters of both mb_sim_demo_controller nodes
+                            (default: share/mb_sim/config/demo_controller.yaml); gains are per joint
+                            name, so one file serves both robots.
+  rviz                      true: also start RViz with share/mb_sim/config/two_robots.rviz (default: true);
+                            without the rviz2 package, nothing starts (status 1, pass rviz:=false).
 
 Example: ros2 launch mb_sim two_robots.launch.py robot2:=pendulum
 """
-from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+from mb_sim import launch_arguments
 
 #: Namespace (also the launch argument naming its URDF, and its frame prefix), y of its world
 #: frame in world [m], whether it publishes /clock.
 ROBOTS = (("robot1", -0.5, True), ("robot2", 0.5, False))
+#: Arguments both robots share.
+ARGUMENTS = ("use_sim_time", "start_paused", "publish_rate", "physics_dt", "real_time_factor", "lockstep",
+             "strict", "log_level", "params_file", "rviz")
+#: Per robot: "<namespace>_<name>" -> the argument of sim.launch.py it stands for.
+PER_ROBOT = ("xacro_args", "initial_positions")
+CONTROLLER = "mb_sim_demo_controller"
 
 
-def _require_rviz(context) -> list:
-    """With rviz:=true and no rviz2 installed, fail before any process has started.  (Launch would
-    otherwise start the processes listed before RViz, fail on RViz's package, exit with status 1
-    and leave them running, orphaned.)"""
-    if IfCondition(LaunchConfiguration("rviz")).evaluate(context):
-        try:
-            get_package_prefix("rviz2")
-        except PackageNotFoundError:
-            raise RuntimeError("rviz:=true but the package rviz2 is not installed: "
-                               "install it (ros-<distro>-rviz2) or pass rviz:=false") from None
-    return []
+def _robot_configurations(configurations, namespace: str) -> dict:
+    """The arguments as one robot's simulation sees them: its namespace, URDF, xacro arguments and
+    initial positions."""
+    own = {name: configurations.get(f"{namespace}_{name}", "") for name in PER_ROBOT}
+    launch_arguments.xacro_args(configurations, f"{namespace}_xacro_args")  # errors name the robot's argument
+    launch_arguments.initial_positions(own["initial_positions"], f"{namespace}_initial_positions")
+    return {**configurations, **own, "namespace": namespace, "robot": configurations.get(namespace, "")}
 
 
-def _robot(namespace: str, y: float, publish_clock: bool) -> list:
+def _robot(configurations, namespace: str, y: float, publish_clock: bool) -> list:
     """The processes of one robot: its world frame placed in world, its simulation, its controller."""
+    mine = _robot_configurations(configurations, namespace)
+    simulation = launch_arguments.simulation_node(mine, {"frame_prefix": f"{namespace}/",
+                                                         "world_frame": f"{namespace}/world",
+                                                         "publish_clock": publish_clock})
+    controller = launch_arguments.helper_node(mine, CONTROLLER)
     return [
         Node(
             package="tf2_ros",
@@ -61,59 +88,42 @@ def _robot(namespace: str, y: float, publish_clock: bool) -> list:
             arguments=["--x", "0", "--y", str(y), "--z", "0", "--roll", "0", "--pitch", "0", "--yaw", "0",
                        "--frame-id", "world", "--child-frame-id", f"{namespace}/world"],
         ),
-        Node(
-            package="mb_sim",
-            executable="mb_sim_node",
-            name="mb_sim",
-            namespace=namespace,
-            output="screen",
-            parameters=[
-                {"urdf_file": ParameterValue(LaunchConfiguration(namespace), value_type=str),
-                 "real_time_factor": ParameterValue(LaunchConfiguration("real_time_factor"), value_type=float),
-                 "frame_prefix": f"{namespace}/",
-                 "world_frame": f"{namespace}/world",
-                 "publish_clock": publish_clock},
-            ],
-        ),
-        Node(
-            package="mb_sim",
-            executable="mb_sim_demo_controller",
-            name="mb_sim_demo_controller",
-            namespace=namespace,
-            output="screen",
-            parameters=[LaunchConfiguration("controller_params_file")],  # use_sim_time: true by default
-        ),
+        Node(package="mb_sim", executable="mb_sim_node", name="mb_sim", namespace=simulation.namespace,
+             output="screen", parameters=simulation.parameters, ros_arguments=simulation.ros_arguments),
+        Node(package="mb_sim", executable=CONTROLLER, name=CONTROLLER, namespace=controller.namespace,
+             output="screen", parameters=controller.parameters,  # use_sim_time: true by default
+             ros_arguments=controller.ros_arguments),
     ]
+
+
+def _nodes(context, rviz_config) -> list:
+    """Both robots, and RViz if asked; a bad argument (or rviz:=true without rviz2) stops the
+    launch here, before any process has started."""
+    configurations = context.launch_configurations
+    rviz = launch_arguments.require_rviz(configurations)
+    nodes = [node for namespace, y, publish_clock in ROBOTS
+             for node in _robot(configurations, namespace, y, publish_clock)]
+    if rviz:
+        nodes.append(Node(
+            package="rviz2", executable="rviz2", name="rviz2", output="screen", arguments=["-d", rviz_config],
+            # TF is stamped with sim time: RViz must look it up on /clock.
+            parameters=[{"use_sim_time": launch_arguments.flag(configurations, "use_sim_time", True)}]))
+    return nodes
 
 
 def generate_launch_description() -> LaunchDescription:
     config = PathJoinSubstitution([FindPackageShare("mb_sim"), "config"])
+    robots = [("robot1", "arm6", "URDF or xacro of /robot1 shipped in share/mb_sim/urdf (name) or a path"),
+              ("robot2", "double_pendulum", "URDF or xacro of /robot2 shipped in share/mb_sim/urdf (name) or a path")]
+    per_robot = [(f"{namespace}_{name}", "", f"{namespace}: {launch_arguments.ARGUMENTS[name][1]}")
+                 for namespace, _, _ in ROBOTS for name in PER_ROBOT]
+    defaults = {"rviz": "true", "params_file": PathJoinSubstitution([config, "mb_sim.yaml"])}
     return LaunchDescription([
-        DeclareLaunchArgument(
-            "robot1", default_value="arm6",
-            description="URDF of /robot1 shipped in share/mb_sim/urdf (name) or a path to a URDF file"),
-        DeclareLaunchArgument(
-            "robot2", default_value="double_pendulum",
-            description="URDF of /robot2 shipped in share/mb_sim/urdf (name) or a path to a URDF file"),
-        DeclareLaunchArgument(
-            "rviz", default_value="true",
-            description="Also start RViz with config/two_robots.rviz"),
-        DeclareLaunchArgument(
-            "real_time_factor", default_value="1.0",
-            description="Simulated seconds per wall-clock second; 0 runs as fast as possible"),
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, default, description in [*robots, *per_robot,
+                                             *launch_arguments.declarations(ARGUMENTS, **defaults)]],
         DeclareLaunchArgument(
             "controller_params_file", default_value=PathJoinSubstitution([config, "demo_controller.yaml"]),
             description="YAML file with the parameters of both mb_sim_demo_controller nodes"),
-        OpaqueFunction(function=_require_rviz),  # before any process starts
-        *[node for namespace, y, publish_clock in ROBOTS for node in _robot(namespace, y, publish_clock)],
-        Node(
-            package="rviz2",
-            executable="rviz2",
-            name="rviz2",
-            output="screen",
-            arguments=["-d", PathJoinSubstitution([config, "two_robots.rviz"])],
-            # TF is stamped with sim time: RViz must look it up on /clock.
-            parameters=[{"use_sim_time": True}],
-            condition=IfCondition(LaunchConfiguration("rviz")),
-        ),
+        OpaqueFunction(function=_nodes, args=[PathJoinSubstitution([config, "two_robots.rviz"])]),
     ])

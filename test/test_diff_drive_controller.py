@@ -536,3 +536,48 @@ def test_controller_drives_the_simulated_robot_over_dds(repo, tmp_path_factory):
           f"{position_error:.2e} m, heading {heading_error:.2e} rad")
     assert distance > 1.0
     assert position_error < 1e-4 and heading_error < 1e-4
+
+
+# --- the type of /cmd_vel ------------------------------------------------------------------------
+@pytest.mark.parametrize(("arguments", "sent", "hint"), [
+    ([], Twist, "-p use_stamped_vel:=false"),  # teleop_twist_keyboard's default against the default
+    (["--ros-args", "-p", "use_stamped_vel:=false"], TwistStamped, "set use_stamped_vel true"),
+], ids=["Twist to a TwistStamped controller", "TwistStamped to a Twist controller"])
+def test_a_cmd_vel_publisher_of_the_other_type_gets_one_warning_saying_what_to_change(arguments, sent, hint):
+    """DDS never delivers a publisher of the other type: without the warning its commands vanish
+    silently.  A second such publisher (another node) gets its own warning, and by then the first
+    has still been warned once only."""
+    controller = Process([*CONTROLLER, *arguments])
+    first, second = Peer("mb_sim_test_teleop"), Peer("mb_sim_test_teleop2")
+    try:
+        first.node.create_publisher(sent, "/cmd_vel", 10)
+        warning = f"/mb_sim_test_teleop publishes geometry_msgs/msg/{sent.__name__} on /cmd_vel"
+        assert first.spin_until(lambda: warning in controller.output, 20), controller.output
+        second.node.create_publisher(sent, "/cmd_vel", 10)
+        assert second.spin_until(lambda: "/mb_sim_test_teleop2 publishes" in controller.output, 20), controller.output
+    finally:
+        first.close()
+        second.close()
+        code, _ = controller.stop()
+    assert code == 0 and "Traceback" not in controller.output, controller.output
+    assert controller.output.count(warning) == 1, controller.output
+    (line,) = [line for line in controller.lines if warning in line]
+    assert "WARN" in line and hint in line and "none of its commands arrive" in line, line
+
+
+def test_a_cmd_vel_publisher_of_the_right_type_gets_no_warning():
+    """The controller looks once a second; a matching publisher and the mismatched one it is
+    told apart from: only the mismatched one is named."""
+    controller = Process(CONTROLLER)
+    peer = Peer("mb_sim_test_right_type")
+    other = Peer("mb_sim_test_wrong_type")
+    try:
+        peer.node.create_publisher(TwistStamped, "/cmd_vel", 10)
+        other.node.create_publisher(Twist, "/cmd_vel", 10)
+        assert other.spin_until(lambda: "/mb_sim_test_wrong_type publishes" in controller.output, 20), \
+            controller.output
+    finally:
+        peer.close()
+        other.close()
+        controller.stop()
+    assert "/mb_sim_test_right_type" not in controller.output, controller.output

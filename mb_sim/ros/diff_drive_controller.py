@@ -12,8 +12,12 @@ Subscribes
     +y unless ``left_wheel_joint``/``right_wheel_joint`` say otherwise).  A description that is
     no such robot ends the node with exit status 1 and one line saying why; later descriptions
     are ignored (a warning if they differ).
-    ``/cmd_vel`` (geometry_msgs/TwistStamped, or geometry_msgs/Twist with ``use_stamped_vel``
-    false): ``linear.x`` [m/s] and ``angular.z`` [rad/s] of the base.
+    ``cmd_vel`` (geometry_msgs/TwistStamped, or geometry_msgs/Twist with ``use_stamped_vel``
+    false; relative: ``/cmd_vel`` at the root, ``/<ns>/cmd_vel`` in a namespace): ``linear.x``
+    [m/s] and ``angular.z`` [rad/s] of the base.  DDS never delivers a publisher of the other
+    type (teleop_twist_keyboard publishes Twist unless ``-p stamped:=true``): once a second the
+    node looks at the topic's publishers and warns once per publisher of the other type, saying
+    what to change.
     ``/joint_states`` (sensor_msgs/JointState): each message carrying both wheel joints is one
     control step at its stamp (sim time).
 
@@ -56,6 +60,7 @@ import numpy as np
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import InvalidParameterValueException, ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -66,10 +71,15 @@ from mb_sim.ros.conversions import odometry
 from mb_sim.ros.diff_drive import DescriptionError, DiffDrive, DriveLoop, PIGains, drive_from_description
 from mb_sim.ros.teardown import end_process, run_until_signal, spin_node
 
-__all__ = ["DiffDriveController", "DescriptionRefused", "main", "NODE_NAME", "COMMAND_TOPIC", "DESCRIPTION_QOS"]
+__all__ = ["DiffDriveController", "DescriptionRefused", "main", "NODE_NAME", "COMMAND_TOPIC", "CMD_VEL_TOPIC",
+           "DESCRIPTION_QOS", "cmd_vel_type_warning"]
 
 NODE_NAME = "mb_sim_diff_drive_controller"
 COMMAND_TOPIC = "mb_sim/voltage_joint_commands"  # relative: the namespace it is launched in
+CMD_VEL_TOPIC = "cmd_vel"  # relative: /cmd_vel at the root, /<ns>/cmd_vel in a namespace
+#: Seconds between two looks at the types the publishers of cmd_vel send (wall clock).
+CMD_VEL_TYPE_CHECK_PERIOD = 1.0
+VELOCITY_TYPES = {True: "geometry_msgs/msg/TwistStamped", False: "geometry_msgs/msg/Twist"}
 #: As the simulator publishes /robot_description: a late subscriber still gets it.
 DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
@@ -97,11 +107,15 @@ class DiffDriveController(Node):
         self._odom_pub = self.create_publisher(Odometry, "~/odom", 10)
         self.create_subscription(String, "robot_description", self._on_description, DESCRIPTION_QOS)
         if self.use_stamped_vel:
-            self.create_subscription(TwistStamped, "/cmd_vel", lambda msg: self._on_cmd_vel(msg.twist), 10)
+            self._cmd_vel_sub = self.create_subscription(TwistStamped, CMD_VEL_TOPIC,
+                                                         lambda msg: self._on_cmd_vel(msg.twist), 10)
         else:
-            self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10)
+            self._cmd_vel_sub = self.create_subscription(Twist, CMD_VEL_TOPIC, self._on_cmd_vel, 10)
+        self._warned_publishers: set[tuple[str, str]] = set()  # (node, type) warned about
+        self.create_timer(CMD_VEL_TYPE_CHECK_PERIOD, self._check_cmd_vel_publishers,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))  # also while sim time stands still
         self.create_subscription(JointState, "joint_states", self._on_joint_states, qos_profile_sensor_data)
-        self.get_logger().info(f"waiting for /robot_description; /cmd_vel as "
+        self.get_logger().info(f"waiting for /robot_description; {self._cmd_vel_sub.topic_name} as "
                                f"{'TwistStamped' if self.use_stamped_vel else 'Twist'}")
 
     # -- parameters ---------------------------------------------------------------------------
@@ -191,6 +205,18 @@ class DiffDriveController(Node):
         if drive.base != self.base_frame_id:
             log.warning(f"base_frame_id is {self.base_frame_id!r} but the wheels hang from link {drive.base!r}")
 
+    def _check_cmd_vel_publishers(self) -> None:
+        """Warn once per publisher of cmd_vel whose type is not the one taken here: DDS does not
+        match them, so its commands would vanish without a word."""
+        topic = self._cmd_vel_sub.topic_name
+        for info in self.get_publishers_info_by_topic(topic):
+            node = f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+            seen = (node, info.topic_type)
+            if info.topic_type == VELOCITY_TYPES[self.use_stamped_vel] or seen in self._warned_publishers:
+                continue
+            self._warned_publishers.add(seen)
+            self.get_logger().warning(cmd_vel_type_warning(node, topic, info.topic_type, self.use_stamped_vel))
+
     def _on_cmd_vel(self, twist: Twist) -> None:
         if self._loop is None:
             self.get_logger().info("no /robot_description yet: /cmd_vel ignored",
@@ -254,6 +280,19 @@ class DiffDriveController(Node):
         return result
 
 
+def cmd_vel_type_warning(node: str, topic: str, sent: str, use_stamped_vel: bool) -> str:
+    """One line: who sends what on `topic`, that it never arrives, and the two ways out."""
+    taken = VELOCITY_TYPES[use_stamped_vel]
+    if use_stamped_vel:
+        fix = ("set use_stamped_vel false for this controller (-p use_stamped_vel:=false, or in "
+               "controller_params_file), or make the publisher stamp its commands (teleop_twist_keyboard: "
+               "--ros-args -p stamped:=true)")
+    else:
+        fix = "set use_stamped_vel true for this controller (its default), or make the publisher send Twist"
+    return (f"{node} publishes {sent} on {topic} but this controller takes {taken} (use_stamped_vel "
+            f"{str(use_stamped_vel).lower()}): none of its commands arrive; {fix}")
+
+
 def _diagonal(values: Sequence[float]) -> list[float]:
     """A row-major 6x6 covariance with `values` on its diagonal."""
     matrix = [0.0] * 36
@@ -267,11 +306,12 @@ def main(args: list[str] | None = None) -> int:
     quietly, and end the process (it does not return, except where another thread still runs).
 
     Exits with status 1 on a bad parameter or a description that is no differential drive.
-    rclpy's signal handlers stay installed (this node has no timer: they are what wakes the
-    executor), and they call on to :func:`mb_sim.ros.teardown.run_until_signal`'s, which marks
-    the interrupt; whatever the executor raises once a signal has arrived then ends quietly with
-    status 0: KeyboardInterrupt, ExternalShutdownException, or an error from a message taken
-    while rclpy shuts down (seen with /cmd_vel arriving at Ctrl-C: ``RuntimeError: Unable to
+    rclpy's signal handlers stay installed (they are what wakes the executor between its
+    once-a-second timer's ticks), and they call on to
+    :func:`mb_sim.ros.teardown.run_until_signal`'s, which marks the interrupt; whatever the
+    executor raises once a signal has arrived then ends quietly with status 0:
+    KeyboardInterrupt, ExternalShutdownException, or an error from a message taken while rclpy
+    shuts down (seen with /cmd_vel arriving at Ctrl-C: ``RuntimeError: Unable to
     convert call argument '0' to Python object`` from ``take_message``).
     """
     return end_process(run_until_signal(lambda: _run(args)))
