@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 
 from mb_sim.model.actuators import DCMotor
@@ -14,7 +15,7 @@ from mb_sim.model.registry import component_class
 from mb_sim.model.robot import Robot
 from mb_sim.model.springs import SpringDamper
 from mb_sim.model.wheels import RollingWheel
-from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, parse_urdf
+from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, URDFWarning, parse_urdf
 from mb_sim.urdf.size import check_model_size, constraint_rows
 
 __all__ = ["build_robot", "load_urdf"]
@@ -119,3 +120,16 @@ def _attach_component(robot: Robot, spec: ComponentSpec, source: str) -> None:
         target.add_load_group(cls.from_urdf(spec.name, spec.parameters))
     except ComponentError as err:
         raise URDFError(source, label, str(err)) from None
+    if not _contributes(cls):
+        warnings.warn(f"{source}: {label}: {cls.__name__} ('{spec.type}') overrides none of _define_loads, "
+                      f"_define_constraints, inputs(): it applies no force", URDFWarning, stacklevel=2)
+
+
+#: The hooks through which a load group acts on the robot; a class overriding none of them loads
+#: and changes nothing (e.g. a user component written without ``_define_loads``).
+_CONTRIBUTING_HOOKS = ("_define_loads", "_define_constraints", "inputs", "electrical_states", "reflected_inertia")
+
+
+def _contributes(cls: type) -> bool:
+    """Whether a load group class overrides at least one of the hooks that act on the robot."""
+    return any(getattr(cls, hook) is not getattr(LoadGroupBase, hook) for hook in _CONTRIBUTING_HOOKS)
