@@ -23,7 +23,7 @@ from std_srvs.srv import SetBool
 from mb_sim.ros.conversions import seconds
 from mb_sim.session.commands import CommandError, ros2_control_commands
 from mb_sim.urdf import URDFError
-from mb_sim.urdf.ros2_control import ros2_control_systems
+from mb_sim.urdf.ros2_control import initial_positions, ros2_control_systems
 from pinocchio_reference import example_robot_data_dir
 from test_replay import MB_SIM, largest
 from test_node import NODE_EXE, node_env, nodes, peer, shared_peer, wait_for_output  # noqa: F401
@@ -252,3 +252,39 @@ def test_in_lockstep_each_controller_period_is_one_publish_period_and_replays(re
     replayed = int(re.search(r"replayed (\d+) commands", result.stdout)[1])
     assert replayed >= summary["matched"] * 0.9 and "rejected" not in result.stdout, (result.stdout, summary)
     assert largest(result.stdout) <= 1e-12, result.stdout
+
+
+# -- initial_value: where ros2_control's simulated hardware starts a joint ------------------------
+INITIAL_VALUE = ('<joint name="elbow_joint">\n      <command_interface name="position"/>\n      <command_interface '
+                 'name="velocity"/>\n      <state_interface name="position"/>',
+                 '<joint name="elbow_joint">\n      <command_interface name="position"/>\n      <command_interface '
+                 'name="velocity"/>\n      <state_interface name="position">\n        <param name="initial_value">'
+                 '{}</param>\n      </state_interface>')
+
+
+def test_initial_value_is_read_as_where_the_joint_starts(repo, tmp_path):
+    """Gazebo's and the mock hardware start a joint at its position state interface's
+    initial_value; TIAGo Pro (example-robot-data) starts its grippers at 0.15 m that way."""
+    urdf = variant(repo, tmp_path, INITIAL_VALUE[0], INITIAL_VALUE[1].format("0.8"))
+    (system,) = ros2_control_systems(urdf.read_text())
+    assert initial_positions([system], JOINTS) == {"elbow_joint": 0.8}
+    assert initial_positions([system], ["shoulder_pan_joint"]) == {}  # only the robot's independent joints
+    tiago = ros2_control_systems((example_robot_data_dir() / "tiago_pro_description/robots/tiago_pro.urdf").read_text())
+    assert initial_positions(tiago, {"gripper_left_finger_joint", "gripper_right_finger_joint"}) == \
+        {"gripper_left_finger_joint": 0.15, "gripper_right_finger_joint": 0.15}
+    bad = variant(repo, tmp_path, INITIAL_VALUE[0], INITIAL_VALUE[1].format("${elbow_start}"))
+    with pytest.raises(URDFError, match=r'<joint name="elbow_joint"> <state_interface name="position">: '
+                                        r"initial_value '\$\{elbow_start\}' is not a finite number"):
+        ros2_control_systems(bad.read_text())
+
+
+@pytest.mark.parametrize("override, start", [((), 0.8), (("-p", "initial_positions.elbow_joint:=0.2"), 0.2)])
+def test_the_node_starts_a_joint_at_its_initial_value_unless_initial_positions_says(repo, nodes, peer, tmp_path,
+                                                                                   override, start):
+    urdf = variant(repo, tmp_path, INITIAL_VALUE[0], INITIAL_VALUE[1].format("0.8"))
+    node = nodes.get("-p", f"urdf_file:={urdf}", *override)
+    states = peer.collect(JointState, "/joint_states")  # this node's (the one before it has ended)
+    assert peer.spin_until(lambda: len(states) > 20, 60), node.output[-3000:]
+    for state in (states[0], states[-1]):  # starts there, and holds it (position joints hold their start)
+        assert dict(zip(state.name, state.position))["elbow_joint"] == pytest.approx(start, abs=1e-3), node.output[-3000:]
+    assert ("initial positions from <ros2_control> initial_value: elbow_joint 0.8" in node.output) is True

@@ -70,6 +70,7 @@ from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
 from mb_sim.urdf.xacro_expansion import expand_xacro, is_xacro, parse_xacro_args, uses_xacro
 from mb_sim.ros.teardown import interrupted, spin_until
 from mb_sim.urdf.ros2_control import Ros2ControlSystem, check_systems, ros2_control_systems
+from mb_sim.urdf.ros2_control import initial_positions as ros2_control_initial_positions
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
 
@@ -373,7 +374,8 @@ class SimulationNode(Node):
                                "of motion; later runs load them from the cache)")
         robot = self._load_robot(parameter, source)
         self._log_repairs(robot, parameter)
-        self._initial_positions = self._initial_positions_given(robot)
+        self._initial_positions = {**self._ros2_control_start(robot, parameter, text),
+                                   **self._initial_positions_given(robot)}
         try:
             with self._warnings_logged():  # cache, limits, assembly: to the log
                 self.sim = Simulator(robot, dt=self.dt, backend=BACKEND, progress=self.get_logger().info,
@@ -384,6 +386,25 @@ class SimulationNode(Node):
         except STARTUP_ERRORS as err:
             raise StartupError(f"parameter {parameter}: {err}") from None
         return text
+
+    def _ros2_control_start(self, robot: Robot, parameter: str, text: str) -> dict[str, float]:
+        """Where the URDF's ``<ros2_control>`` elements start their joints (a position state
+        interface's ``initial_value``, as Gazebo's and the mock hardware do), for the joints
+        ``initial_positions`` does not set; logged.  None with ros2_control_topics false."""
+        if self.get_parameter("ros2_control_topics").value is False:
+            return {}
+        source = str(self.get_parameter(parameter).value) if parameter == "urdf_file" else "<string>"
+        try:
+            systems = ros2_control_systems(text, source)
+        except URDFError as err:
+            raise StartupError(f"parameter {parameter}: {err}") from None
+        joints = {j.name for j in robot.joints.values() if len(j.q) == 1 and j.joint_description.mimic is None}
+        start = ros2_control_initial_positions(systems, joints)
+        if start:
+            listed = ", ".join(f"{joint} {value:g}" for joint, value in start.items())
+            self.get_logger().info(f"initial positions from <ros2_control> initial_value: {listed} "
+                                   "(initial_positions.<joint> overrides them)")
+        return start
 
     def _initial_positions_given(self, robot: Robot) -> dict[str, float]:
         """The ``initial_positions.<joint>`` values given (read before they can be declared: the

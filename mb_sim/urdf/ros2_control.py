@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from mb_sim.urdf.errors import URDFError
 
 __all__ = ["COMMAND_INTERFACES", "DEFAULT_COMMANDS_TOPIC", "DEFAULT_STATES_TOPIC", "TOPIC_PLUGINS",
-           "Ros2ControlJoint", "Ros2ControlSystem", "check_systems", "read_ros2_control",
+           "Ros2ControlJoint", "Ros2ControlSystem", "check_systems", "initial_positions", "read_ros2_control",
            "ros2_control_systems"]
 
 #: The hardware plugins whose topics mb_sim serves (the second is the deprecated name).
@@ -36,12 +36,14 @@ COMMAND_INTERFACES = ("position", "velocity", "effort")
 
 @dataclass(frozen=True)
 class Ros2ControlJoint:
-    """One ``<joint>`` of a ``<ros2_control>``: its command interfaces in document order, and the
-    joint it mimics (``<param name="mimic">``; mb_sim's own mimic constraint moves it)."""
+    """One ``<joint>`` of a ``<ros2_control>``: its command interfaces in document order, the
+    joint it mimics (``<param name="mimic">``; mb_sim's own mimic constraint moves it), and the
+    position its hardware starts at (the position state interface's ``initial_value``)."""
 
     name: str
     command_interfaces: tuple[str, ...]
     mimic: str | None = None
+    initial_position: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,34 @@ def _joint(element: ET.Element, system: str, source: str, checked: bool) -> Ros2
     if checked and len(set(interfaces)) < len(interfaces):
         raise URDFError(source, label, "a command interface listed twice")
     mimic = _parameters(element).get("mimic") or ("(its URDF <mimic>)" if element.get("mimic") == "true" else None)
-    return Ros2ControlJoint(name, interfaces, mimic)
+    return Ros2ControlJoint(name, interfaces, mimic, _initial_position(element, label, source, checked))
+
+
+def _initial_position(element: ET.Element, label: str, source: str, checked: bool) -> float | None:
+    """The ``initial_value`` of a joint's ``<state_interface name="position">`` (where ros2_control's
+    simulated hardware, Gazebo's and the mock, start the joint), or None.  Not a finite number:
+    refused for the topic-based hardware (`checked`), not used for other hardware."""
+    for interface in element.findall("state_interface"):
+        text = _parameters(interface).get("initial_value") if interface.get("name") == "position" else None
+        if text is None:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return value
+        if checked:
+            raise URDFError(source, f'{label} <state_interface name="position">',
+                            f"initial_value {text!r} is not a finite number")
+    return None
+
+
+def initial_positions(systems: list[Ros2ControlSystem], joints: Collection[str]) -> dict[str, float]:
+    """The ``initial_value`` positions of `systems` for `joints` (the robot's independent one-DoF
+    joints: a mimic joint's position follows its reference)."""
+    return {joint.name: joint.initial_position for system in systems for joint in system.joints
+            if joint.initial_position is not None and joint.mimic is None and joint.name in joints}
 
 
 def check_systems(systems: list[Ros2ControlSystem], source: str, joints: Collection[str],
