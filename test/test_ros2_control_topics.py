@@ -18,7 +18,7 @@ import pytest
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_srvs.srv import SetBool
+from std_srvs.srv import SetBool, Trigger
 
 from mb_sim.ros.conversions import seconds
 from mb_sim.session.commands import CommandError, ros2_control_commands
@@ -252,6 +252,22 @@ def test_in_lockstep_each_controller_period_is_one_publish_period_and_replays(re
     replayed = int(re.search(r"replayed (\d+) commands", result.stdout)[1])
     assert replayed >= summary["matched"] * 0.9 and "rejected" not in result.stdout, (result.stdout, summary)
     assert largest(result.stdout) <= 1e-12, result.stdout
+
+
+
+def test_in_lockstep_a_rate_physics_dt_does_not_divide_is_warned_and_the_period_is_whole_steps(repo, nodes, peer):
+    """publish_rate 300 Hz at 1 ms: the controller period cannot be 3.33 steps; the node says so
+    and each lockstep period is exactly 3 steps (the rounded period, as the warning gives it)."""
+    node = nodes.get("-p", f"urdf_file:={repo / 'urdf' / 'arm6_ros2_control.urdf'}", "-p", "lockstep:=true",
+                     "-p", "publish_rate:=300.0")
+    assert wait_for_output(peer, node, r"1/publish_rate is not a multiple of physics_dt: a publish period of sim "
+                                       r"time is 3 steps \(0.003 s\)"), node.output[-3000:]
+    clock = peer.collect(Clock, "/clock")
+    for _ in range(4):
+        assert peer.call(Trigger, "/mb_sim/step", Trigger.Request()).success
+    assert peer.spin_until(lambda: clock and seconds(clock[-1].clock) >= 0.012 - 1e-9, 10), clock[-1:]
+    peer.spin_for(0.5)  # nothing more: no command, no time
+    assert seconds(clock[-1].clock) == pytest.approx(0.012, abs=1e-12)
 
 
 # -- initial_value: where ros2_control's simulated hardware starts a joint ------------------------
