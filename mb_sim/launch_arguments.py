@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,11 @@ LOG_LEVELS = ("debug", "info", "warn", "warning", "error", "fatal")
 TRUE, FALSE = ("true", "1"), ("false", "0")
 NAMESPACE = re.compile(r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
 JOINT_ASSIGNMENT = re.compile(r"(?P<name>[^\s:=]+):=(?P<value>\S+)")
+#: How an argument's value is quoted in an error line: a few items and characters, never the whole
+#: of a 10 MB string or of a YAML alias bomb (whose full repr would take hours and gigabytes).
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
+_SHOWN.maxlist = _SHOWN.maxdict = _SHOWN.maxtuple = 4
 
 #: name -> (default, description): the arguments every launch file offers unless it fixes the value.
 ARGUMENTS: dict[str, tuple[str, str]] = {
@@ -66,6 +72,17 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
 #: Arguments that set a node parameter of the same name: name -> kind.
 NODE_PARAMETERS = {"start_paused": bool, "lockstep": bool, "strict": bool, "floating_base": bool,
                    "publish_rate": float, "physics_dt": float, "real_time_factor": float}
+
+
+def shown(value: Any) -> str:
+    """`value` quoted for an error line, cut short (see _SHOWN), at most 80 characters."""
+    text = _SHOWN.repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _cut(text: str) -> str:
+    """`text` as it is (a joint's name), cut to 60 characters."""
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class LaunchArgumentError(ValueError):
@@ -114,7 +131,7 @@ def flag(configurations: Mapping[str, str], name: str, default: bool = False) ->
         return default
     if text in TRUE or text in FALSE:
         return text in TRUE
-    raise LaunchArgumentError(name, f"{configurations[name]!r} is not true or false")
+    raise LaunchArgumentError(name, f"{shown(configurations[name])} is not true or false")
 
 
 def number(configurations: Mapping[str, str], name: str) -> float | None:
@@ -127,7 +144,7 @@ def number(configurations: Mapping[str, str], name: str) -> float | None:
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise LaunchArgumentError(name, f"{text!r} is not a number")
+        raise LaunchArgumentError(name, f"{shown(text)} is not a number")
     return value
 
 
@@ -137,7 +154,7 @@ def namespace(configurations: Mapping[str, str]) -> str | None:
     if not text:
         return None
     if not NAMESPACE.fullmatch(text):
-        raise LaunchArgumentError("namespace", f"{text!r} is not a ROS namespace (names of letters, digits and _, "
+        raise LaunchArgumentError("namespace", f"{shown(text)} is not a ROS namespace (names of letters, digits and _, "
                                                "not starting with a digit, separated by /)")
     return text
 
@@ -148,7 +165,7 @@ def log_level(configurations: Mapping[str, str]) -> list[str]:
     if not text:
         return []
     if text not in LOG_LEVELS:
-        raise LaunchArgumentError("log_level", f"{configurations['log_level']!r} is not one of "
+        raise LaunchArgumentError("log_level", f"{shown(configurations['log_level'])} is not one of "
                                                f"{', '.join(LOG_LEVELS)}")
     return ["--log-level", text]
 
@@ -163,15 +180,15 @@ def initial_positions(text: str, name: str = "initial_positions") -> dict[str, f
     positions: dict[str, float] = {}
     for joint, value in pairs:
         if not joint or any(c.isspace() for c in joint) or joint in positions:
-            raise LaunchArgumentError(name, f"joint {joint!r} is {'given twice' if joint in positions else 'no name'}")
+            raise LaunchArgumentError(name, f"joint {shown(joint)} is {'given twice' if joint in positions else 'no name'}")
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise LaunchArgumentError(name, f"joint {joint}: {value!r} is not a number")
+            raise LaunchArgumentError(name, f"joint {_cut(joint)}: {shown(value)} is not a number")
         try:
             position = float(value)
         except ValueError:
             position = math.nan
         if not math.isfinite(position):
-            raise LaunchArgumentError(name, f"joint {joint}: {value!r} is not a number")
+            raise LaunchArgumentError(name, f"joint {_cut(joint)}: {shown(value)} is not a number")
         positions[joint] = position
     return {f"initial_positions.{joint}": value for joint, value in positions.items()}
 
@@ -181,20 +198,28 @@ def _assignment_pairs(text: str, name: str) -> list[tuple[str, str]]:
     for token in text.split():
         match = JOINT_ASSIGNMENT.fullmatch(token)
         if match is None:
-            raise LaunchArgumentError(name, f"{token!r} is not joint:=position (e.g. {name}:=\"hinge:=0.5 "
+            raise LaunchArgumentError(name, f"{shown(token)} is not joint:=position (e.g. {name}:=\"hinge:=0.5 "
                                             f"elbow:=1\" or {name}:=\"{{hinge: 0.5}}\")")
         pairs.append((match["name"], match["value"]))
     return pairs
 
 
 def _yaml_pairs(text: str, name: str) -> list[tuple[str, Any]]:
+    mapping = _yaml(text, name)
+    if not isinstance(mapping, dict):
+        raise LaunchArgumentError(name, f"{shown(text)} is not a mapping joint: position")
+    return [(str(joint), value) for joint, value in mapping.items()]
+
+
+def _yaml(text: str, name: str) -> Any:
+    """`text` read with yaml.safe_load (no code runs); malformed or nested past Python's recursion
+    limit (PyYAML composes recursively): one line naming argument `name`."""
     try:
-        mapping = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise LaunchArgumentError(name, f"not a YAML mapping: {str(err).splitlines()[0]}") from None
-    if not isinstance(mapping, dict):
-        raise LaunchArgumentError(name, f"{text!r} is not a mapping joint: position")
-    return [(str(joint), value) for joint, value in mapping.items()]
+    except RecursionError:
+        raise LaunchArgumentError(name, "YAML nested too deeply to read") from None
 
 
 def xacro_args(configurations: Mapping[str, str], name: str = "xacro_args") -> str | None:
@@ -223,11 +248,15 @@ def parameter_files(configurations: Mapping[str, str], node_name: str, node_name
         return []
     path = Path(text).expanduser()
     if not path.is_file():
-        raise LaunchArgumentError(name, f"no such file: {text}")
+        raise LaunchArgumentError(name, f"{'a directory, not a file' if path.is_dir() else 'no such file'}: {text}")
     try:
         content = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+    except OSError as err:
+        raise LaunchArgumentError(name, f"cannot read {text}: {err.strerror}") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as err:
         raise LaunchArgumentError(name, f"{text} is not a YAML file: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise LaunchArgumentError(name, f"{text}: YAML nested too deeply to read") from None
     if content is not None and not isinstance(content, dict):
         raise LaunchArgumentError(name, f"{text} is not a parameters file (node name: ros__parameters: ...)")
     parameters: list = [str(path)]

@@ -67,7 +67,7 @@ from mb_sim.session.pacing import (
 )
 from mb_sim.sim import AssemblyError, SimulationError, Simulator
 from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
-from mb_sim.urdf.xacro_expansion import expand_xacro, is_xacro, parse_xacro_args, uses_xacro
+from mb_sim.urdf.xacro_expansion import expand_xacro_bounded, is_xacro, parse_xacro_args, uses_xacro
 from mb_sim.ros.teardown import interrupted, spin_until
 from mb_sim.urdf.ros2_control import Ros2ControlSystem, check_systems, ros2_control_systems
 from mb_sim.urdf.ros2_control import initial_positions as ros2_control_initial_positions
@@ -213,8 +213,9 @@ class SimulationNode(Node):
         self._ros2_control_topics = {system.name: sub.topic_name  # resolved (a relative name in a namespace)
                                      for system, sub in zip(self._ros2_control, self._ros2_control_subs)}
         # the hardware subscribes with SensorDataQoS: best effort, the latest few
-        self._ros2_control_pubs = [self.create_publisher(JointState, system.states_topic, qos_profile_sensor_data)
-                                   for system in self._ros2_control]
+        # one publisher per state topic: two elements reading one topic would get each message twice
+        self._ros2_control_pubs = [self.create_publisher(JointState, topic, qos_profile_sensor_data) for topic
+                                   in dict.fromkeys(self.resolve_topic_name(s.states_topic) for s in self._ros2_control)]
         self._command_subs = {topic: self.create_subscription(
             message_types[topic], f"~/{topic}", lambda message, topic=topic: self._on_command(topic, message), 10)
             for topic in COMMAND_TOPICS}
@@ -427,6 +428,7 @@ class SimulationNode(Node):
             raise StartupError("parameters robot_description and robot_description_topic: both are given; "
                                "set one of them")
         if text.strip():
+            _require_xml("robot_description", "the parameter", text)
             text = self._expanded("robot_description", text)
             return "robot_description", text, text
         if topic:
@@ -451,7 +453,7 @@ class SimulationNode(Node):
             return source
         try:
             with self._warnings_logged():
-                return expand_xacro(source, self.xacro_args)
+                return expand_xacro_bounded(source, self.xacro_args)
         except URDFError as err:
             raise StartupError(f"parameter {parameter}: {err}") from None
 
@@ -461,27 +463,54 @@ class SimulationNode(Node):
         received: list[str] = []
         try:
             self._description_topic = self.resolve_topic_name(topic)
-            subscription = self.create_subscription(String, topic, lambda message: received.append(message.data),
-                                                    LATCHED_QOS)
+            subscription = self.create_subscription(String, topic, lambda message: self._on_description(
+                message.data, received), LATCHED_QOS)
         except (NameValidationException, InvalidTopicNameException, _rclpy.RCLError) as err:
             problem = " ".join(str(err).split(", at ")[0].split())  # without rcl's C source location
             raise StartupError(f"parameter robot_description_topic: {topic!r}: {problem}") from None
         self.get_logger().info(f"waiting for {self._description_topic} (std_msgs/String, transient local)")
         try:
             arrived = spin_until(self, lambda: bool(received), self.description_timeout)
-        finally:
+        except BaseException:
+            self.destroy_subscription(subscription)
+            raise
+        if not arrived:  # kept otherwise: a later, different description is warned about
             self.destroy_subscription(subscription)
         if interrupted():
             raise KeyboardInterrupt
         if not arrived:
             raise StartupError(f"parameter robot_description_topic: nothing arrived on {self._description_topic} "
-                               f"within {self.description_timeout:g} s (robot_description_timeout); is "
-                               "robot_state_publisher (or another node) publishing it, transient local?")
+                               f"within {self.description_timeout:g} s (robot_description_timeout); "
+                               + self._silent_publishers(self._description_topic))
+        _require_xml("robot_description_topic", self._description_topic, received[0])
         if uses_xacro(received[0]):
             raise StartupError(f"parameter robot_description_topic: {self._description_topic} carries xacro "
                                "markup, not URDF: publish the expanded URDF (xacro FILE), or give the file "
                                "as urdf_file")
         return received[0]
+
+    def _on_description(self, text: str, received: list[str]) -> None:
+        """A message on robot_description_topic: the first is the robot; a different one later is
+        ignored with a warning (the robot is built once, at start-up: it never changes silently)."""
+        if not received:
+            received.append(text)
+        elif text != received[0]:
+            self.get_logger().warning(
+                f"parameter robot_description_topic: a different robot description arrived on {self._description_topic} "
+                f"({len(text)} characters): ignored, the robot was built at start-up; restart the node to load it",
+                throttle_duration_sec=WARNING_THROTTLE)
+
+    def _silent_publishers(self, topic: str) -> str:
+        """Why the publishers on `topic` delivered nothing (another message type, volatile
+        durability), or a hint when there is none."""
+        for info in self.get_publishers_info_by_topic(topic):
+            who = f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+            if info.topic_type != "std_msgs/msg/String":
+                return f"its publisher {who} publishes {info.topic_type}, not std_msgs/msg/String"
+            if info.qos_profile.durability != DurabilityPolicy.TRANSIENT_LOCAL:
+                return (f"its publisher {who} is {info.qos_profile.durability.name.lower()}, which a transient local "
+                        "subscription does not match: publish it transient local, as robot_state_publisher does")
+        return "is robot_state_publisher (or another node) publishing it, transient local?"
 
     def _load_robot(self, parameter: str, source: str) -> Robot:
         """The robot model, loaded with ``strict``; a URDF that strict refuses but the loader would
@@ -577,7 +606,19 @@ class SimulationNode(Node):
                           {joint: motor for motor, joint in sim.motor_joints.items()}, self._mimic_joints())
         except URDFError as err:
             raise StartupError(f"parameter {parameter}: {err}") from None
+        for system in systems:
+            self._check_topic_names(system, f"parameter {parameter}: {source}")
         return systems
+
+    def _check_topic_names(self, system: Ros2ControlSystem, where: str) -> None:
+        """Refuse a topic parameter of `system` that is no ROS topic name, in one line (rclpy's
+        refusal, when the node creates the topic, was a traceback)."""
+        for name, topic in (("joint_commands_topic", system.commands_topic), ("joint_states_topic", system.states_topic)):
+            try:
+                self.resolve_topic_name(topic)
+            except (NameValidationException, InvalidTopicNameException, _rclpy.RCLError) as err:
+                problem = " ".join(str(err).split(", at ")[0].split())  # without rcl's C source location
+                raise StartupError(f'{where}: {system.label} <param name="{name}">: {topic!r}: {problem}') from None
 
     def _mimic_joints(self) -> set[str]:
         """The URDF's mimic joints (ros2_control lists them state only: their constraint moves them)."""
@@ -1075,6 +1116,15 @@ class SimulationNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(array)
+
+
+def _require_xml(parameter: str, where: str, text: str) -> None:
+    """Robot description text must be XML: never read as a path (the loader reads a file for text
+    not starting with '<'), so a stray string cannot make the node open a file."""
+    if not text.lstrip("\ufeff \t\r\n").startswith("<"):
+        shown = repr(text[:60]) + ("..." if len(text) > 60 else "")
+        raise StartupError(f"parameter {parameter}: {where} holds {shown}, not URDF text (XML starting with '<'); "
+                           "a path goes in urdf_file")
 
 
 def _log_outcome(logger, success: bool, message: str) -> None:

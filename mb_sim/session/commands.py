@@ -39,7 +39,8 @@ class CommandError(ValueError):
     """A command the node rejects.  ``kind`` names the problem (one throttled warning per kind):
     ``length``, ``not_finite``, ``unknown_joint``, ``duplicate_joint``, ``empty``, ``no_motor``,
     ``motorized_joint`` (an effort for a joint a motor drives), ``unknown_motor``,
-    ``duplicate_motor``, ``too_many`` (more names than the robot has inputs), ``no_value`` (a
+    ``duplicate_motor``, ``too_many`` (more names than the robot has inputs), ``no_interface`` (a
+    ros2_control command on an interface its joint lacks), ``no_value`` (a
     joint with no value on any interface), ``no_servo`` (a position or velocity for a joint
     without a servo)."""
 
@@ -224,6 +225,10 @@ def _scatter(values: Sequence[float], names: list[str], takes: list[bool], field
     if not len(values):
         return []
     if len(values) == len(names):
+        lacking = [name for name, t, value in zip(names, takes, values) if not t and not math.isnan(value)]
+        if lacking:  # a value the hardware would never send: the element gives the joint no such interface
+            raise CommandError("no_interface", f"joint(s) {_listed(lacking)} have no {field} command interface in "
+                                               f"the URDF's <ros2_control>: their {field} must be NaN")
         return list(values)
     if len(values) != sum(takes):
         taking = [name for name, t in zip(names, takes) if t]

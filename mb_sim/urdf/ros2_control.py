@@ -183,7 +183,8 @@ def check_systems(systems: list[Ros2ControlSystem], source: str, joints: Collect
     for system in systems:
         if system.commands_topic in topics:
             raise URDFError(source, system.label, f"joint_commands_topic {system.commands_topic} is also that of "
-                                                  f"{topics[system.commands_topic]}")
+                                                  f"{topics[system.commands_topic]}: give each <hardware> its own "
+                                                  '<param name="joint_commands_topic">')
         topics[system.commands_topic] = system.label
         for joint in system.joints:
             label = f'{system.label} <joint name="{joint.name}">'
