@@ -391,14 +391,17 @@ class SimulationNode(Node):
     def _ros2_control_start(self, robot: Robot, parameter: str, text: str) -> dict[str, float]:
         """Where the URDF's ``<ros2_control>`` elements start their joints (a position state
         interface's ``initial_value``, as Gazebo's and the mock hardware do), for the joints
-        ``initial_positions`` does not set; logged.  None with ros2_control_topics false."""
+        ``initial_positions`` does not set; logged.  None with ros2_control_topics false.  The
+        elements read are kept for :meth:`_ros2_control_systems`."""
+        source = "<string>" if parameter == "robot_description" else str(self.get_parameter(parameter).value)
+        self._ros2_control_read: tuple[str, str, list[Ros2ControlSystem]] = (parameter, source, [])
         if self.get_parameter("ros2_control_topics").value is False:
             return {}
-        source = str(self.get_parameter(parameter).value) if parameter == "urdf_file" else "<string>"
         try:
             systems = ros2_control_systems(text, source)
         except URDFError as err:
             raise StartupError(f"parameter {parameter}: {err}") from None
+        self._ros2_control_read = (parameter, source, systems)
         joints = {j.name for j in robot.joints.values() if len(j.q) == 1 and j.joint_description.mimic is None}
         start = ros2_control_initial_positions(systems, joints)
         if start:
@@ -594,14 +597,10 @@ class SimulationNode(Node):
     def _ros2_control_systems(self) -> list[Ros2ControlSystem]:
         """The URDF's ``<ros2_control>`` elements with the topic-based hardware, checked against the
         robot (none when ros2_control_topics is false)."""
-        if self.get_parameter("ros2_control_topics").value is False:
-            return []
-        parameter = next((name for name in ("robot_description", "robot_description_topic") if self.has_parameter(name)
-                          and self.get_parameter(name).value.strip()), "urdf_file")
-        source = str(self.get_parameter(parameter).value) if parameter != "robot_description" else "<string>"
+        parameter, source, elements = self._ros2_control_read
+        systems = [system for system in elements if system.topic_based]
         sim = self.sim
         try:
-            systems = [system for system in ros2_control_systems(self.urdf_text, source) if system.topic_based]
             check_systems(systems, source, list(sim.joint_indices), sim.actuated_joints, sim.servos.joints,
                           {joint: motor for motor, joint in sim.motor_joints.items()}, self._mimic_joints())
         except URDFError as err:
