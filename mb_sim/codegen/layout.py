@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mb_sim.codegen.errors import CodegenError
-from mb_sim.symbolic.equations import OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion
+from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion
 
 __all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS", "PROJECTION_OUTPUTS"]
 
@@ -100,4 +100,5 @@ def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]
         "spring_states": (n_s, SPRING_STATE_COLUMNS), "spring_lengths": (n_s, 1),
         "electrical_rates": (eom.n_z, 1), "electrical_decay": (eom.n_z, 1),
         "motor_states": (len(eom.motor_names), 4),
+        "contact_states": (len(eom.contact_names), CONTACT_STATE_COLUMNS),
     }

@@ -78,6 +78,8 @@ class NumericModel(ABC):
         The configurations redundancy was judged at (the assembled one first).
     spring_names, force_laws
         The spring-dampers (rows of the spring outputs); per user-law spring, ``(spring, law)``.
+    contact_names
+        The contact features (rows of ``contact_states``: ``ground/link/shape/feature``).
     dissipation_rows
         Per joint with damping or friction, its speed and parameter indices (an ``(n, 4)`` int
         array, see :mod:`~mb_sim.codegen.dissipation`): what RK4 takes implicitly where stiff.
@@ -109,6 +111,7 @@ class NumericModel(ABC):
         self.dependent_coordinates = list(eom.dependent_coordinates)
         self.generic_configurations = [np.array(c, dtype=float) for c in eom.generic_configurations]
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
+        self.contact_names = list(eom.contact_names)
         self.dissipation_rows = np.array(eom.dissipation_rows, dtype=int).reshape(-1, DISSIPATION_WIDTH)
         self._force_law: ForceLawCallback | None = None
         self.force_law_error: tuple[int, Exception] | None = None

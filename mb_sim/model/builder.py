@@ -5,9 +5,12 @@ import os
 import warnings
 from collections.abc import Mapping
 
+import numpy as np
+
 from mb_sim.model.actuators import DCMotor
 from mb_sim.model.base import ComponentError, ConnectionBase, LoadGroupBase
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
+from mb_sim.model.contact import GroundContact
 from mb_sim.model.joints import JOINT_CLASSES, JointBase, PrismaticJoint, RevoluteJoint
 from mb_sim.model.link import RigidLink
 from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring
@@ -22,7 +25,7 @@ __all__ = ["build_robot", "load_urdf"]
 
 
 def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
-              xacro_args: Mapping[str, object] | None = None) -> Robot:
+              xacro_args: Mapping[str, object] | None = None, ground: bool = False) -> Robot:
     """Parse a URDF (file path or XML text) into a robot model with all define steps run.
 
     A ``.xacro`` file (or text using xacro markup) is expanded first with `xacro_args`, e.g.
@@ -37,14 +40,17 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_bas
 
     A root link not named ``world`` is fixed to the world (a robot that looks mobile gets one
     :class:`mb_sim.urdf.FixedBaseWarning` saying so); `floating_base` joins it to the world by a
-    6-DoF ``floating`` joint ``root_joint`` instead, without editing the file.
+    6-DoF ``floating`` joint ``root_joint`` instead, without editing the file.  `ground` adds the
+    plane z = 0 (default contact parameters) where the file has no ``<ground>``: the links'
+    ``<collision>`` shapes then touch it (:mod:`mb_sim.model.contact`).
 
     Raises
     ------
     URDFError
         The URDF cannot be simulated; the message names the file and the element.
     """
-    description = parse_urdf(path_or_xml, strict=strict, floating_base=floating_base, xacro_args=xacro_args)
+    description = parse_urdf(path_or_xml, strict=strict, floating_base=floating_base, xacro_args=xacro_args,
+                             ground=ground)
     check_model_size(description.source, description.name, description.joints, description.root,
                      constraint_rows(description))
     robot = build_robot(description)
@@ -101,6 +107,10 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
     laws = iter(range(len(extensions.spring_dampers)))
     connections += [SpringDamper(s.name, s, next(laws) if s.law is not None else None)
                     for s in extensions.spring_dampers]
+    if extensions.ground is not None:
+        mass = sum(link.inertial.mass for link in description.links.values() if link.inertial is not None)
+        connections.append(GroundContact(extensions.ground, description.collisions, mass,
+                                         float(np.linalg.norm(description.gravity))))
     return connections
 
 

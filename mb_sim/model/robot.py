@@ -6,6 +6,7 @@ from sympy.physics.mechanics import Point, ReferenceFrame, System
 
 from mb_sim.model.base import INPUT_KINDS, ComponentBase, ComponentError, ConnectionBase, Input, ModelBase, symbol_name
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
+from mb_sim.model.contact import GroundContact
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
 from mb_sim.model.springs import SpringDamper
@@ -71,6 +72,11 @@ class Robot(ModelBase):
     def spring_dampers(self) -> dict[str, SpringDamper]:
         """Spring-dampers by name."""
         return self._others_of(SpringDamper)
+
+    @property
+    def grounds(self) -> dict[str, GroundContact]:
+        """Ground planes (contact) by name."""
+        return self._others_of(GroundContact)
 
     def collect_inputs(self, kind: str | None = None) -> list[Input]:
         """Every component's inputs (:meth:`ComponentBase.inputs`), or those of `kind`: by kind in
@@ -176,6 +182,8 @@ def _describe_component(component: ComponentBase, indent: int) -> list[str]:
             extra = f" ({child.link0.name} -> {child.link1.name})"
         elif isinstance(child, RollingWheel):
             extra = f" (link {child.wheel.name} rolls on z = 0)"
+        elif isinstance(child, GroundContact):
+            extra = f" ({len(child.shapes)} collision shapes, {len(child.features)} contact points)"
         elif isinstance(child, RigidLink) and child.is_massless:
             extra = " (massless)"
         lines.append(f"{'  ' * indent}{kind} '{child.name}'{extra}")

@@ -185,6 +185,30 @@ class _Composite:
             self._load(loads[i])
             i += 1
 
+    def kinematic_loads(self) -> None:
+        """Loads written in terms of the links' kinematics (contacts): each component's
+        ``kinematic_loads(link_state, reference)`` gives ``(link, force, torque about the reference
+        point)`` in world components, added to the body the link is part of."""
+        states: dict[str, tuple[Matrix, ...]] = {}
+
+        def link_state(name: str) -> tuple[Matrix, ...]:
+            if name not in states:
+                kin, t = self.rec.links[name], self.temps
+                states[name] = (kin.rotation, kin.position,
+                                t.matrix(kin.rotation * kin.velocity, f"velocity of {name} origin (world)"),
+                                t.matrix(kin.rotation * kin.angular_velocity, f"angular velocity of {name} (world)"))
+            return states[name]
+
+        for component in self.robot.walk():
+            hook = getattr(component, "kinematic_loads", None)
+            if hook is None:
+                continue
+            for link, force, torque in hook(link_state, self.reference):
+                if self._moves(link):
+                    own = self.own[self.carrier(link)[0]]
+                    own.force += force
+                    own.torque += torque
+
     def _joint_pair(self, load, reaction) -> bool:
         """Add `load` and `reaction` as one joint's generalized force when they are equal and
         opposite on a link and its parent at one point (or torques); False if they are not."""
@@ -274,6 +298,7 @@ def mass_matrix_and_forcing(rec, robot, temps: Temporaries, n_u: int) -> tuple[M
     composite.joint_twists()
     composite.bodies()
     composite.loads()
+    composite.kinematic_loads()
     totals = composite.subtrees()
     mass, forcing = zeros(n_u, n_u), [S.Zero] * n_u
     for name, kin in rec.links.items():

@@ -38,6 +38,9 @@ name                   shape          meaning
                                       part ``lambda z`` of z' linear in z itself (-R/L for a
                                       motor; the integrator takes it exactly)
 ``motor_states``       (n_m, 4)       per DC motor: voltage, current, joint torque, joint speed
+``contact_states``     (n_k, 12)      per contact feature (``contact_names``): contact point,
+                                      normal, penetration, its rate, normal force, force on
+                                      the link (world axes; see :mod:`mb_sim.model.contact`)
 =====================  =============  ===========================================================
 
 Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``; the generalized
@@ -56,16 +59,18 @@ from dataclasses import dataclass, field
 
 from sympy import Expr, Matrix, Symbol
 
-__all__ = ["EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
+__all__ = ["CONTACT_STATE_COLUMNS", "EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 
 OUTPUT_NAMES = (
     "mass_matrix", "forcing", "qdot", "kinematic_map", "phi", "phi_jacobian", "constraint_matrix",
     "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
     "constraint_wrenches", "spring_states", "spring_lengths", "electrical_rates", "electrical_decay",
-    "motor_states",
+    "motor_states", "contact_states",
 )
 #: Columns of the spring_states output.
 SPRING_STATE_COLUMNS = 12
+#: Columns of the contact_states output.
+CONTACT_STATE_COLUMNS = 12
 
 
 @dataclass
@@ -124,6 +129,7 @@ class EquationsOfMotion:
     constraint_independent: list[bool] = field(default_factory=list)
     generic_configurations: list[list[float]] = field(default_factory=list)
     dissipation_rows: list[int] = field(default_factory=list)
+    contact_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if "kinematic_map" not in self.outputs and "qdot" in self.outputs:
@@ -133,7 +139,8 @@ class EquationsOfMotion:
                     "spring_states": (len(self.spring_names), SPRING_STATE_COLUMNS),
                     "spring_lengths": (len(self.spring_names), 1),
                     "electrical_rates": (len(self.z), 1), "electrical_decay": (len(self.z), 1),
-                    "motor_states": (len(self.motor_names), 4)}
+                    "motor_states": (len(self.motor_names), 4),
+                    "contact_states": (len(self.contact_names), CONTACT_STATE_COLUMNS)}
         for name, shape in defaults.items():
             self.outputs.setdefault(name, Matrix.zeros(*shape))
 

@@ -45,7 +45,15 @@ def topology_signature(robot: Robot) -> dict:
         "joints": joints, "links": links, "loads": loads,
         "holonomic": [str(c) for c in system.holonomic_constraints],
         "nonholonomic": [str(c) for c in system.nonholonomic_constraints],
+        **_kinematic_loads(robot),
     }
+
+
+def _kinematic_loads(robot: Robot) -> dict:
+    """What components writing loads from the link kinematics (contacts) read besides parameters;
+    nothing for a robot without them, so other robots keep their cached builds."""
+    found = [component.signature() for component in robot.walk() if hasattr(component, "kinematic_loads")]
+    return {"kinematic_loads": found} if found else {}
 
 
 def topology_key(robot: Robot) -> str:

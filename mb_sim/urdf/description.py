@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
+    "COLLISION_SHAPES", "CollisionDescription", "GroundDescription", "SkippedCollision",
     "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
     "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
     "RobotDescription", "RollingWheelDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
@@ -214,6 +215,7 @@ class Extensions:
     gravity: np.ndarray | None = None
     dc_motors: list[DCMotorDescription] = field(default_factory=list)
     rolling_wheels: list[RollingWheelDescription] = field(default_factory=list)
+    ground: "GroundDescription | None" = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,9 @@ class RobotDescription:
     #: What was repaired or accepted instead of refused (:class:`mb_sim.urdf.inertia.Repair`), one per
     #: link or joint; empty when loaded with ``strict``.
     repairs: list = field(default_factory=list)
+    #: The ``<collision>`` shapes contacts use, and those skipped with the reason.
+    collisions: list = field(default_factory=list)
+    skipped_collisions: list = field(default_factory=list)
 
     @property
     def gravity(self) -> np.ndarray:
@@ -255,3 +260,61 @@ class RobotDescription:
             if joint.name == name:
                 return joint
         raise KeyError(name)
+
+
+#: Collision shapes mb_sim reads from ``<collision><geometry>``: URDF's four plus pybullet's capsule.
+COLLISION_SHAPES = ("sphere", "box", "cylinder", "capsule", "mesh")
+
+
+@dataclass(frozen=True)
+class CollisionDescription:
+    """One ``<collision>`` element of link `link` (the `index`-th, ``name`` if it has one), in SI
+    units: its pose in the link frame (``xyz``, rotation matrix ``rotation``), its ``shape`` (one
+    of :data:`COLLISION_SHAPES`) and ``size``: radius (sphere), full extents (box), radius and
+    length (cylinder, capsule: the length between the end caps' centres, along the shape's z
+    axis), the scale (mesh).  A mesh carries ``points``: its convex hull's support points in the
+    shape's frame, scaled (:mod:`mb_sim.urdf.meshes`), and ``filename`` as the URDF wrote it."""
+
+    link: str
+    index: int
+    name: str
+    shape: str
+    size: tuple[float, ...]
+    xyz: np.ndarray
+    rotation: np.ndarray
+    filename: str = ""
+    points: np.ndarray | None = None
+
+    @property
+    def label(self) -> str:
+        """``link 'foot' <collision 1 'sole'>`` for messages."""
+        named = f" '{self.name}'" if self.name else ""
+        return f"link '{self.link}' <collision {self.index}{named}>"
+
+
+@dataclass(frozen=True)
+class SkippedCollision:
+    """A ``<collision>`` element no contact uses, and why (listed by ``mb-sim info``)."""
+
+    link: str
+    index: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class GroundDescription:
+    """``<ground>``: the plane ``normal . x = height`` (world axes) every collision shape touches.
+
+    Contact parameters (None: chosen from the robot, :mod:`mb_sim.model.contact`): ``stiffness``
+    k [N/m^p], ``damping`` c [s/m] (Hunt-Crossley: ``f_n = k d^p (1 + c d')``), ``exponent`` p,
+    ``friction`` mu (Coulomb) and ``stick_velocity`` v_s [m/s] (the regularized friction's speed
+    scale: ``|f_t| = mu f_n |v_t| / sqrt(|v_t|^2 + v_s^2)``)."""
+
+    name: str = "ground"
+    height: float = 0.0
+    normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    friction: float = 1.0
+    stiffness: float | None = None
+    damping: float | None = None
+    exponent: float = 1.0
+    stick_velocity: float | None = None

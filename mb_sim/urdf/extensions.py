@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mb_sim.urdf.description import (
-    LOOP_JOINT_TYPES, CoordinateConstraintDescription, DCMotorDescription, Extensions, JointSpringDescription,
+    LOOP_JOINT_TYPES, CoordinateConstraintDescription, DCMotorDescription, Extensions, GroundDescription, JointSpringDescription,
     LoopJointDescription, Marker, RollingWheelDescription, SpringDamperDescription,
 )
 from mb_sim.urdf.errors import URDFError
@@ -32,7 +32,8 @@ _TRUE, _FALSE = ("true", "1"), ("false", "0")
 #: products of such numbers overflow).  Positions, lengths, angles and gravity 1e4 (m, rad,
 #: m/s^2), ratios 1e6, anything else (stiffness, resistance, voltage...) 1e12.
 _MAGNITUDE_BOUNDS = {"xyz": 1e4, "rpy": 1e4, "reference_length": 1e4, "radius": 1e4, "offset": 1e4,
-                     "reference": 1e4, "ratio": 1e6, "gear_ratio": 1e6}
+                     "reference": 1e4, "ratio": 1e6, "gear_ratio": 1e6,
+                     "height": 1e4, "friction": 1e3, "exponent": 10.0}
 _ANY_MAGNITUDE = 1e12
 
 
@@ -239,6 +240,26 @@ def _gravity(raw: ET.Element, source: str) -> np.ndarray:
     return np.array(_numbers(raw.get("xyz"), 3, lambda p: e.fail(p, f" <gravity xyz=\"{raw.get('xyz')}\">"), 1e4))
 
 
+def _ground(raw: ET.Element, source: str) -> GroundDescription:
+    """``<ground name height normal friction stiffness damping exponent stick_velocity>``."""
+    e = _Element(raw, source, ("name", "height", "normal", "friction", "stiffness", "damping", "exponent",
+                               "stick_velocity"))
+    e.children(())
+    normal = np.array([0.0, 0.0, 1.0])
+    if raw.get("normal") is not None:
+        normal = np.array(_numbers(raw.get("normal"), 3, lambda p: e.fail(p, f" <ground normal=\"{raw.get('normal')}\">"),
+                                   1e6))
+        if float(np.linalg.norm(normal)) < 1e-12:
+            e.fail("normal is zero")
+        normal = normal / np.linalg.norm(normal)
+    optional = {key: (e.number(key, positive=True) if raw.get(key) is not None else None)
+                for key in ("stiffness", "stick_velocity")}
+    damping = e.number("damping", minimum=0.0) if raw.get("damping") is not None else None
+    return GroundDescription(e.name(default="ground"), e.number("height", 0.0), normal,
+                             e.number("friction", 1.0, minimum=0.0), optional["stiffness"], damping,
+                             e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
+
+
 _READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
             "spring_damper": _spring_damper, "joint_spring": _joint_spring, "dc_motor": _dc_motor,
             "rolling_wheel": _rolling_wheel}
@@ -248,6 +269,7 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
     """The content of the ``<mb_sim>`` elements (several are merged, in document order)."""
     found: dict[str, list] = {tag: [] for tag in _READERS}
     gravity: list[np.ndarray] = []
+    grounds: list[GroundDescription] = []
     for element in elements:
         container = _Element(element, source, ())
         for child in element:
@@ -255,13 +277,17 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
                 continue
             if child.tag == "gravity":
                 gravity.append(_gravity(child, source))
+            elif child.tag == "ground":
+                grounds.append(_ground(child, source))
             elif child.tag in _READERS:
                 found[child.tag].append(_READERS[child.tag](child, source))
             else:
-                known = ", ".join(f"<{t}>" for t in (*_READERS, "gravity"))
+                known = ", ".join(f"<{t}>" for t in (*_READERS, "gravity", "ground"))
                 container.fail(f"unknown element <{child.tag}> (known: {known})")
     if len(gravity) > 1:
         raise URDFError(source, f"{EXTENSION_TAG} gravity", f"given {len(gravity)} times; give it once")
+    if len(grounds) > 1:
+        raise URDFError(source, f"{EXTENSION_TAG} ground", f"given {len(grounds)} times; give one ground plane")
     return Extensions(found["loop_joint"], found["coordinate_constraint"], found["spring_damper"],
                       found["joint_spring"], gravity[0] if gravity else None, found["dc_motor"],
-                      found["rolling_wheel"])
+                      found["rolling_wheel"], grounds[0] if grounds else None)

@@ -23,9 +23,10 @@ import urdf_parser_py.xml_reflection.core as urdf_reflection
 from urdf_parser_py import urdf as urdf_model
 
 from mb_sim.urdf.description import (
-    JOINT_TYPES, WORLD_LINK, ComponentSpec, Inertial, JointDescription, JointLimit, LinkDescription, Mimic,
-    RobotDescription,
+    JOINT_TYPES, WORLD_LINK, ComponentSpec, GroundDescription, Inertial, JointDescription, JointLimit, LinkDescription,
+    Mimic, RobotDescription, SkippedCollision,
 )
+from mb_sim.urdf.collision import read_collisions
 from mb_sim.urdf.errors import FixedBaseWarning, RepairWarning, URDFError, URDFWarning, warn_user
 from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions
 from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
@@ -77,7 +78,7 @@ _UNBOUND_PREFIX = expat.errors.codes[expat.errors.XML_ERROR_UNBOUND_PREFIX]
 
 
 def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
-               xacro_args: Mapping[str, object] | None = None) -> RobotDescription:
+               xacro_args: Mapping[str, object] | None = None, ground: bool = False) -> RobotDescription:
     """Parse and validate a URDF given as a file path or as XML text.
 
     A ``.xacro`` file, or text using xacro markup, is expanded first with `xacro_args` (the
@@ -95,6 +96,10 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     A root link not named ``world`` is fixed to the world; `floating_base` joins it to a ``world``
     link by a ``floating`` joint named ``root_joint`` (Pinocchio's name) instead.  A robot that
     looks mobile and stays fixed gets one :class:`FixedBaseWarning`.
+
+    With a ``<ground>`` in ``<mb_sim>`` (or `ground`: the default plane z = 0 where the file has
+    none) the links' ``<collision>`` shapes are read (:mod:`mb_sim.urdf.collision`) into
+    ``collisions``; those no contact uses are in ``skipped_collisions`` with the reason.
 
     Raises
     ------
@@ -129,7 +134,35 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
         _note_fixed_base(description)
     for oddity in oddities:
         warn_user(f"{source}: {oddity}", RepairWarning)
-    return dataclasses.replace(description, repairs=[*oddities, *description.repairs])
+    description = dataclasses.replace(description, repairs=[*oddities, *description.repairs])
+    if ground or description.extensions.ground is not None:
+        description = _with_contacts(description, root, source if os.path.isfile(source) else None)
+    return description
+
+
+def _with_contacts(description: RobotDescription, root: ET.Element, urdf_path: str | None) -> RobotDescription:
+    """`description` with its ground (the default plane where it has none) and the collision
+    shapes of the links that move; a robot with nothing to touch the ground is warned about."""
+    extensions = description.extensions
+    if extensions.ground is None:
+        extensions = dataclasses.replace(extensions, ground=GroundDescription())
+    fixed = _fixed_to_world(description)
+    used, skipped = read_collisions(root, description.source, urdf_path, set(description.links))
+    skipped += [SkippedCollision(c.link, c.index, "its link is fixed to the world") for c in used if c.link in fixed]
+    used = [c for c in used if c.link not in fixed]
+    if not used:
+        warn_user(f"{description.source}: mb_sim ground '{extensions.ground.name}': no moving link has a <collision> "
+                  "shape, so nothing can touch the ground", URDFWarning)
+    return dataclasses.replace(description, extensions=extensions, collisions=used, skipped_collisions=skipped)
+
+
+def _fixed_to_world(description: RobotDescription) -> set[str]:
+    """The root link and the links joined to it by fixed joints only."""
+    fixed = {description.root}
+    for joint in description.joints:  # parents before children
+        if joint.type == "fixed" and joint.parent in fixed:
+            fixed.add(joint.child)
+    return fixed
 
 
 def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:
