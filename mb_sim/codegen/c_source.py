@@ -71,7 +71,7 @@ __all__ = ["GENERATOR_VERSION", "RUNTIME_HEADER", "RUNTIME_SOURCES", "generate_c
            "runtime_directory", "runtime_files"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "14"
+GENERATOR_VERSION = "15"
 
 #: The hand-written runtime, real C files shipped with the package (setup.py package_data): the
 #: header the generated part includes first, and the sources it includes after its functions.
@@ -161,12 +161,44 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
     names[program.arguments["t"][0]] = "t"
     names.update((s, f"v{i}") for i, (s, _) in enumerate(program.assignments))
     printer = _Printer(names)
-    body = [f"    const double v{i} = {printer.doprint(e)};"
-            for i, (_, e) in enumerate(program.assignments)]
+    body = [line for run in _guarded_runs(program.assignments) for line in _assignments(run, names, printer)]
     body += [f"    out[{k}] = {printer.doprint(e)};" for k, e in zip(indices, program.outputs)]
     return "\n".join([
         f"/* {doc} */", f"void {name}({_SIGNATURE}, double *out)", "{",
         "    (void)q; (void)u; (void)z; (void)inputs; (void)params; (void)t;", *body, "}", ""])
+
+
+def _guard(expr) -> object:
+    """The condition of a guarded quantity ``Piecewise((e, condition), (0, True))``, else None."""
+    if isinstance(expr, sympy.Piecewise) and len(expr.args) == 2 and expr.args[1].cond == sympy.true \
+            and expr.args[1].expr == 0:
+        return expr.args[0].cond
+    return None
+
+
+def _guarded_runs(assignments: list) -> list[list]:
+    """The assignments in runs: consecutive guarded quantities sharing one condition together
+    (printed as one ``if``: a contact shape far from the ground costs one test), others alone."""
+    runs: list[list] = []
+    for symbol, expr in assignments:
+        guard = _guard(expr)
+        if guard is not None and runs and _guard(runs[-1][-1][1]) == guard:
+            runs[-1].append((symbol, expr))
+        else:
+            runs.append([(symbol, expr)])
+    return runs
+
+
+def _assignments(run: list, names: dict, printer: "_Printer") -> list[str]:
+    """C lines for one run of :func:`_guarded_runs`."""
+    guard = _guard(run[0][1])
+    if len(run) == 1 or guard is None:
+        return [f"    const double {names[s]} = {printer.doprint(e)};" for s, e in run]
+    locals_ = ", ".join(names[s] for s, _ in run)
+    inside = [f"        {names[s]} = {printer.doprint(e.args[0].expr)};" for s, e in run]
+    outside = " ".join(f"{names[s]} = 0;" for s, _ in run)
+    return [f"    double {locals_};", f"    if ({printer.doprint(guard)}) {{", *inside,
+            f"    }} else {{ {outside} }}"]
 
 
 def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection) -> str:

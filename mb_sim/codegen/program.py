@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sympy import Dummy, Expr, Function, Symbol, cse, numbered_symbols, sympify
+from sympy import Dummy, Expr, Function, Piecewise, Symbol, cse, numbered_symbols, sympify
 
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
@@ -76,8 +76,13 @@ def straight_line_program(
 
 def _hoist_calls(expressions: list[Expr]) -> tuple[list[tuple[Symbol, Expr]], list[Expr]]:
     """Each distinct function call (sin, cos, ...) as one local, inner calls first, like ``cse``'s
-    result: C compilers may not merge calls to functions that can set errno."""
-    calls = sorted({call for e in expressions for call in e.atoms(Function)}, key=lambda c: (c.count_ops(), str(c)))
+    result: C compilers may not merge calls to functions that can set errno.
+
+    An expression that is a Piecewise as a whole (a guarded quantity, e.g. a contact's, computed
+    only where its condition holds) is left whole: nothing in it is computed ahead of its test.
+    """
+    calls = sorted({call for e in expressions if not isinstance(e, Piecewise) for call in e.atoms(Function)},
+                   key=lambda c: (c.count_ops(), str(c)))
     locals_ = numbered_symbols("call", cls=Dummy)
     replacements: list[tuple[Symbol, Expr]] = []
     rename: dict[Expr, Symbol] = {}

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from sympy import Expr, Float, Matrix, Max, Piecewise, S, sqrt
+from sympy import Expr, Float, Integer, Matrix, Piecewise, S, sqrt
 from sympy.physics.mechanics import System
 
 from mb_sim.model.base import ConnectionBase
@@ -136,37 +136,46 @@ class GroundContact(ConnectionBase):
                    "stick velocity v_s of the regularized friction [m/s]"))
         self.height, self.k, self.c, self.p, self.mu, self.v_s = (
             parameter(self, key, v, f"ground '{name}': {meaning}", d, keep_zero=True) for key, v, meaning in values)
-        self.normal = Matrix([Float(float(v)) for v in g.normal])
+        self.normal = Matrix([Integer(int(v)) if float(v).is_integer() else Float(float(v)) for v in g.normal])
 
     def shape_features(self) -> list[tuple[CollisionDescription, list[ContactFeature]]]:
         """Each shape with its features, in order."""
         return [(shape, contact_features(shape)) for shape in self.shapes]
 
-    def kinematic_loads(self, link_state, reference: Matrix) -> list[tuple[str, Matrix, Matrix]]:
+    def kinematic_loads(self, link_state, reference: Matrix, temps) -> list[tuple[str, Matrix, Matrix]]:
         """``(link, force, torque about reference)`` (world components) of every shape.
 
         `link_state(name)` gives a link's world rotation R, origin position p, origin velocity and
-        angular velocity (world components); sets ``rows``.
+        angular velocity (world components); `temps` names intermediate quantities (``scalar``,
+        ``matrix``).  Every quantity of a shape is guarded by one test of its bounding sphere, so
+        the generated code skips a shape far from the plane (and its quantities read zero there).
+        Sets ``rows``: per feature its ``contact_states`` row.
         """
         loads, self.rows = [], []
         for shape, features in self.shape_features():
             R, p, v, w = link_state(shape.link)
             centre, radius = bounding_sphere(features)
-            clearance = self._dot(self.normal, p + R * Matrix(centre)) - self.height - Float(radius)
+            label = shape.label
+            clearance = temps.scalar(self._dot(self.normal, p + R * Matrix(centre)) - self.height - Float(radius),
+                                     f"clearance of the bounding sphere of {label} from ground '{self.name}'")
+            near = clearance < 0
+
+            def guarded(expr: Matrix, meaning: str) -> Matrix:
+                return temps.matrix(expr.applyfunc(lambda e: Piecewise((e, near), (S.Zero, True))), meaning)
+
             force, torque = Matrix([0, 0, 0]), Matrix([0, 0, 0])
             for feature in features:
-                x, d, rate, f_n, f = self._feature_force(feature, R, p, v, w)
+                x, d, rate, f_n, f = self._feature_force(feature, R, p, v, w, guarded, f"{label} {feature.name}")
                 force += f
                 torque += _cross(x - reference, f)
-                self.rows.append(Matrix([[*x, *self.normal, d, rate, f_n, *f]]))
-            near = clearance < 0
-            loads.append((shape.link, force.applyfunc(lambda e: Piecewise((e, near), (S.Zero, True))),
-                          torque.applyfunc(lambda e: Piecewise((e, near), (S.Zero, True)))))
+                exact_x, exact_d = self._contact_point(feature, R, p)
+                self.rows.append(Matrix([[*exact_x, *self.normal, exact_d, rate, f_n, *f]]))
+            loads.append((shape.link, guarded(force, f"contact force on {label}"),
+                          guarded(torque, f"contact torque on {label} about the reference point")))
         return loads
 
-    def _feature_force(self, feature: ContactFeature, R: Matrix, p: Matrix, v: Matrix,
-                       w: Matrix) -> tuple[Matrix, Expr, Expr, Expr, Matrix]:
-        """Contact point, penetration, its rate, normal force and force vector of one feature."""
+    def _contact_point(self, feature: ContactFeature, R: Matrix, p: Matrix) -> tuple[Matrix, Expr]:
+        """The feature's point nearest the plane (world) and its penetration."""
         n = self.normal
         centre = p + R * Matrix(feature.centre)
         if feature.axis is None:
@@ -175,13 +184,25 @@ class GroundContact(ConnectionBase):
             a = R * Matrix(feature.axis)
             t = n - self._dot(n, a) * a
             x = centre - Float(feature.radius) * t / sqrt(self._dot(t, t) + Float(RIM_REGULARIZATION) ** 2)
-        velocity = v + _cross(w, x - p)
-        d = self.height - self._dot(n, x)
-        rate = -self._dot(n, velocity)
-        f_n = Piecewise((self.k * d ** self.p * Max(1 + self.c * rate, 0), d > 0), (S.Zero, True))
+        return x, self.height - self._dot(n, x)
+
+    def _feature_force(self, feature: ContactFeature, R: Matrix, p: Matrix, v: Matrix, w: Matrix, guarded,
+                       label: str) -> tuple[Matrix, Expr, Expr, Expr, Matrix]:
+        """Contact point, penetration, its rate, normal force and force vector of one feature (each
+        a guarded temporary)."""
+        n = self.normal
+        x, d = self._contact_point(feature, R, p)
+        x = guarded(x, f"contact point of {label} (world)")
+        velocity = guarded(v + _cross(w, x - p), f"velocity of the contact point of {label} (world)")
+        d = guarded(Matrix([self.height - self._dot(n, x)]), f"penetration of {label}")[0]
+        rate = guarded(Matrix([-self._dot(n, velocity)]), f"penetration rate of {label}")[0]
+        pressing = 1 + self.c * rate
+        f_n = guarded(Matrix([Piecewise((self.k * d ** self.p * pressing, (d > 0) & (pressing > 0)), (S.Zero, True))]),
+                      f"normal contact force of {label}")[0]
         tangential = velocity - self._dot(n, velocity) * n
-        slip = sqrt(self._dot(tangential, tangential) + self.v_s ** 2)
-        f = f_n * n - self.mu * f_n / slip * tangential
+        scale = guarded(Matrix([self.mu * f_n / sqrt(self._dot(tangential, tangential) + self.v_s ** 2)]),
+                        f"friction force per slip speed of {label}")[0]
+        f = guarded(f_n * n - scale * tangential, f"contact force of {label} (world)")
         return x, d, rate, f_n, f
 
     @staticmethod

@@ -203,7 +203,7 @@ class _Composite:
             hook = getattr(component, "kinematic_loads", None)
             if hook is None:
                 continue
-            for link, force, torque in hook(link_state, self.reference):
+            for link, force, torque in hook(link_state, self.reference, self.temps):
                 if self._moves(link):
                     own = self.own[self.carrier(link)[0]]
                     own.force += force
