@@ -28,6 +28,8 @@ TEST_DEPENDENCIES = [
     "colcon-common-extensions>=0.3",
     "pin>=3.0",
     "example-robot-data>=4.0",
+    # the peer the contact model is checked against side by side (test/test_contact_physics.py)
+    "mujoco>=3.2",
     # pybullet_data's URDFs for test/test_third_party_simulate.py (wheels for CPython 3.11; elsewhere
     # those cases skip rather than build pybullet from source)
     'pybullet>=3.2; python_version < "3.12"',

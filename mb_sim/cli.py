@@ -74,10 +74,10 @@ def _note(line: str) -> None:
 
 
 def _load_robot(robot: str, strict: bool = False, floating_base: bool = False,
-                xacro_args: list[tuple[str, str]] | None = None) -> Robot:
+                xacro_args: list[tuple[str, str]] | None = None, ground: bool = False) -> Robot:
     """The robot model of a URDF (or xacro, expanded with `xacro_args`) path or shipped robot name, or
     CommandError.  Repairs the loader made are summed up in one line on stderr (``info`` lists
-    them); `strict` refuses them."""
+    them); `strict` refuses them.  `ground` adds the plane z = 0 where the file has no ``<ground>``."""
     from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
     from mb_sim.urdf import RepairWarning, URDFError
@@ -86,7 +86,7 @@ def _load_robot(robot: str, strict: bool = False, floating_base: bool = False,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RepairWarning)  # listed by robot.repairs instead
             model = load_urdf(robot_path(robot), strict=strict, floating_base=floating_base,
-                              xacro_args=_xacro_args(xacro_args))
+                              xacro_args=_xacro_args(xacro_args), ground=ground)
     except (URDFError, FileNotFoundError) as err:
         raise CommandError(str(err)) from None
     if model.repairs:
@@ -98,7 +98,7 @@ def _load_robot(robot: str, strict: bool = False, floating_base: bool = False,
 @_user_errors
 def _describe(args: argparse.Namespace) -> int:
     """Print the component tree of a robot with every symbol's description and value."""
-    print(_load_robot(args.robot, args.strict, args.floating_base, args.xacro_args).describe())
+    print(_load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground).describe())
     return 0
 
 
@@ -110,7 +110,7 @@ def _eom(args: argparse.Namespace) -> int:
     from mb_sim.symbolic.printing import format_equations, format_summary
 
     progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    eom = derive_equations(_load_robot(args.robot, args.strict, args.floating_base, args.xacro_args),
+    eom = derive_equations(_load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground),
                            progress=progress)
     if args.full:
         print(format_equations(eom, style=args.format))
@@ -127,7 +127,7 @@ def _info(args: argparse.Namespace) -> int:
     from mb_sim.symbolic import analyse_constraints
     from mb_sim.symbolic.derive import electrical_states
 
-    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
     print(robot.describe())
     if robot.repairs:
         print(f"\nRepairs made while loading ({len(robot.repairs)}; --strict refuses them):")
@@ -157,7 +157,63 @@ def _info(args: argparse.Namespace) -> int:
     if constraints.dependent_coordinates:
         names = [symbol_name(system.q[k]) for k in constraints.dependent_coordinates]
         print(f"Dependent coordinates (solved from the others): {', '.join(names)}")
+    for line in _contact_report(robot, args):
+        print(line)
     return 0
+
+
+def _contact_report(robot: Robot, args: argparse.Namespace) -> list[str]:
+    """For a robot with a ground: the plane and its contact parameters with their values, every
+    ``<collision>`` a contact uses (link, index, shape, size, contact points) and every one skipped
+    with the reason (so a foot that never touches the ground can be told from one not read)."""
+    from mb_sim.model import symbol_name
+
+    lines: list[str] = []
+    for name, ground in robot.grounds.items():
+        plane = ground.ground_description
+        normal = " ".join(f"{v:g}" for v in plane.normal)
+        lines.append(f"\nGround '{name}': the plane n . x = {name}_height, n = ({normal}) (world axes)")
+        defaults = {"stiffness": (plane.stiffness, " (default, from the robot's mass)"),
+                    "damping": (plane.damping, " (default, from the robot's mass)"),
+                    "stick_velocity": (plane.stick_velocity, " (default)")}
+        for symbol, value in ground.parameter_values.items():
+            given, note = defaults.get(symbol_name(symbol)[len(name) + 1:], (0.0, ""))
+            origin = note if given is None else ""
+            lines.append(f"  {symbol_name(symbol)} = {value:g}{origin}: {ground.descriptions.get(symbol, '')}")
+        shapes = ground.shape_features()
+        lines.append(f"  Collision shapes used ({len(shapes)}, {len(ground.features)} contact points):")
+        for shape, features in shapes:
+            lines.append(f"    {shape.label}: {_shape_size(shape)}: {len(features)} contact point(s)")
+    if robot.grounds:
+        skipped = _skipped_collisions(args)
+        lines.append(f"  Collision shapes skipped ({len(skipped)}){':' if skipped else ''}")
+        lines += [f"    link '{s.link}' <collision {s.index}>: {s.reason}" for s in skipped]
+    return lines
+
+
+def _shape_size(shape) -> str:
+    """A collision shape's kind and size in words (SI units)."""
+    size = shape.size
+    if shape.shape == "sphere":
+        return f"sphere radius {size[0]:g} m"
+    if shape.shape == "box":
+        return f"box {size[0]:g} x {size[1]:g} x {size[2]:g} m"
+    if shape.shape in ("cylinder", "capsule"):
+        return f"{shape.shape} radius {size[0]:g} m length {size[1]:g} m"
+    return f"mesh {shape.filename} scale {size[0]:g} {size[1]:g} {size[2]:g}"
+
+
+def _skipped_collisions(args: argparse.Namespace) -> list:
+    """The ``<collision>`` elements no contact uses, with the reason (read again from the URDF:
+    the model keeps only the shapes it uses)."""
+    from mb_sim.resources import robot_path
+    from mb_sim.urdf import parse_urdf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # already shown when the robot was loaded
+        description = parse_urdf(robot_path(args.robot), strict=args.strict, floating_base=args.floating_base,
+                                 xacro_args=_xacro_args(args.xacro_args), ground=args.ground)
+    return list(description.skipped_collisions)
 
 
 @_user_errors
@@ -166,7 +222,7 @@ def _derive(args: argparse.Namespace) -> int:
     from mb_sim.codegen import load_numeric_model
 
     start = time.perf_counter()
-    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
     loaded = time.perf_counter()
     lines: list[str] = []
 
@@ -252,7 +308,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
-    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
     inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
     _check_names(robot, inputs, initial, voltages)
     # --initial is where the model is assembled from; with --disable the constraints released no
@@ -398,7 +454,7 @@ def _xacro_args(pairs: list[tuple[str, str]] | None) -> dict[str, str]:
 
 
 def _add_robot(parser: argparse.ArgumentParser) -> None:
-    """The positional ROBOT argument, --xacro-arg, --strict and --floating-base."""
+    """The positional ROBOT argument, --xacro-arg, --strict, --floating-base and --ground."""
     parser.add_argument("robot", metavar="ROBOT",
                         help="URDF or xacro file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
     parser.add_argument("--xacro-arg", dest="xacro_args", type=_xacro_arg, action="append", metavar="NAME:=VALUE",
@@ -408,6 +464,9 @@ def _add_robot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--floating-base", action="store_true",
                         help="join the root link to the world by a floating joint (6 DoF) instead of fixing it "
                              "(a root link named 'world' is the world itself)")
+    parser.add_argument("--ground", action="store_true",
+                        help="add the ground plane z = 0 (default contact parameters) where the URDF has no "
+                             "<mb_sim><ground>: the moving links' <collision> shapes touch it")
 
 
 def _add_backend(parser: argparse.ArgumentParser) -> None:
@@ -498,7 +557,7 @@ def _operating_point(args: argparse.Namespace):
     """The robot's simulator and the joint values of --at/--fix, checked by name."""
     from mb_sim.sim import Simulator
 
-    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
     with _culprit():
         sim = Simulator(robot, backend="c", progress=None if args.quiet else _note)
     values = dict(args.at)
@@ -598,7 +657,7 @@ def _export_c(args: argparse.Namespace) -> int:
     """Write a robot's standalone C library (source, header, example, CMakeLists.txt) to OUT_DIR."""
     from mb_sim.codegen.export import export_c
 
-    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args)
+    robot = _load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
     files = export_c(robot, args.out_dir, progress=None if args.quiet else _note)
     for path in (files.source, files.header, *files.runtime, files.example, files.cmake):
         print(path)

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mb_sim.codegen.errors import CodegenError
-from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion
+from mb_sim.symbolic.equations import (
+    CONTACT_STATE_COLUMNS, IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS, OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion,
+)
 
 __all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS", "PROJECTION_OUTPUTS"]
 
@@ -101,4 +103,6 @@ def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]
         "electrical_rates": (eom.n_z, 1), "electrical_decay": (eom.n_z, 1),
         "motor_states": (len(eom.motor_names), 4),
         "contact_states": (len(eom.contact_names), CONTACT_STATE_COLUMNS),
+        "imu_jacobians": (IMU_JACOBIAN_ROWS * len(eom.imu_names), n_u),
+        "imu_states": (len(eom.imu_names), IMU_STATE_COLUMNS),
     }

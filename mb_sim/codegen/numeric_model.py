@@ -80,6 +80,8 @@ class NumericModel(ABC):
         The spring-dampers (rows of the spring outputs); per user-law spring, ``(spring, law)``.
     contact_names
         The contact features (rows of ``contact_states``: ``ground/link/shape/feature``).
+    imu_names
+        The IMUs (rows of ``imu_states``, blocks of 6 rows of ``imu_jacobians``).
     dissipation_rows
         Per joint with damping or friction, its speed and parameter indices (an ``(n, 4)`` int
         array, see :mod:`~mb_sim.codegen.dissipation`): what RK4 takes implicitly where stiff.
@@ -112,6 +114,7 @@ class NumericModel(ABC):
         self.generic_configurations = [np.array(c, dtype=float) for c in eom.generic_configurations]
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
         self.contact_names = list(eom.contact_names)
+        self.imu_names = list(eom.imu_names)
         self.dissipation_rows = np.array(eom.dissipation_rows, dtype=int).reshape(-1, DISSIPATION_WIDTH)
         self._force_law: ForceLawCallback | None = None
         self.force_law_error: tuple[int, Exception] | None = None

@@ -37,7 +37,7 @@ _INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", 
                 "quaternion_starts")
 # ... and its name lists.
 _NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names", "motor_names",
-               "contact_names")
+               "contact_names", "imu_names")
 
 
 def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.PathLike | None = None,

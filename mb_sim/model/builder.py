@@ -10,6 +10,7 @@ import numpy as np
 from mb_sim.model.actuators import DCMotor
 from mb_sim.model.base import ComponentError, ConnectionBase, LoadGroupBase
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
+from mb_sim.model.body_contact import BodyContact
 from mb_sim.model.contact import GroundContact
 from mb_sim.model.joints import JOINT_CLASSES, JointBase, PrismaticJoint, RevoluteJoint
 from mb_sim.model.link import RigidLink
@@ -75,6 +76,7 @@ def build_robot(description: RobotDescription) -> Robot:
     robot = Robot(description.name, links, joints, description.root, _extension_connections(description))
     robot.source = description.source
     robot.repairs = list(description.repairs)
+    robot.imus = list(description.extensions.imus)
     robot.add_load_group(Gravity("gravity", description.gravity))
     motors = {motor.joint: motor for motor in description.extensions.dc_motors}
     for joint in joints:
@@ -107,11 +109,33 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
     laws = iter(range(len(extensions.spring_dampers)))
     connections += [SpringDamper(s.name, s, next(laws) if s.law is not None else None)
                     for s in extensions.spring_dampers]
+    mass = sum(link.inertial.mass for link in description.links.values() if link.inertial is not None)
+    gravity = float(np.linalg.norm(description.gravity))
     if extensions.ground is not None:
-        mass = sum(link.inertial.mass for link in description.links.values() if link.inertial is not None)
-        connections.append(GroundContact(extensions.ground, description.collisions, mass,
-                                         float(np.linalg.norm(description.gravity))))
+        fixed = description.fixed_to_world()
+        shapes = [c for c in description.collisions if c.link not in fixed]
+        connections.append(GroundContact(extensions.ground, shapes, mass, gravity, _lightest_body(description, shapes)))
+    connections += [BodyContact(pair, description.collisions, mass, gravity,
+                                _lightest_body(description, [c for c in description.collisions
+                                                             if c.link in (pair.link1, pair.link2)]))
+                    for pair in extensions.contact_pairs]
     return connections
+
+
+def _lightest_body(description: RobotDescription, shapes: list) -> float | None:
+    """The mass of the lightest rigid body (links joined by fixed joints) holding one of `shapes`
+    (what the default contact parameters keep RK4 stable for); None if none has mass."""
+    body = {}
+    for joint in description.joints:  # parents before children
+        body[joint.child] = body.get(joint.parent, joint.parent) if joint.type == "fixed" else joint.child
+    masses: dict[str, float] = {}
+    for name, link in description.links.items():
+        if link.inertial is not None:
+            key = body.get(name, name)
+            masses[key] = masses.get(key, 0.0) + link.inertial.mass
+    touching = [masses.get(body.get(s.link, s.link), 0.0) for s in shapes]
+    touching = [m for m in touching if m > 0]
+    return min(touching) if touching else None
 
 
 def _attach_component(robot: Robot, spec: ComponentSpec, source: str) -> None:

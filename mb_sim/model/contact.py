@@ -3,12 +3,14 @@
 Each collision shape is a set of contact *features*, each of which touches the plane at one point
 ``x`` (world axes): a sphere (centre c, radius r) at ``c - r n``, a capsule as the spheres at its
 ends, a box and a mesh at their corners and hull support points (spheres of radius 0), a cylinder
-at the lowest point of each end's rim, ``e - r t / |t|`` with ``t = n - (n . a) a`` (a the axis;
-``|t|`` regularized by :data:`RIM_REGULARIZATION` where the cylinder stands on an end).  With the
+at the lowest point of each end's rim, ``e - r t / max(|t|, s)`` with ``t = n - (n . a) a`` (a the
+axis, ``|t|`` the sine of its tilt from the normal; ``s`` = :data:`RIM_TILT`: within that tilt of
+standing on an end the point moves linearly from the rim to the end's centre, a restoring torque
+RK4 resolves at 1 ms, where a sharper one made a standing cylinder walk).  With the
 plane ``n . x = h``, the penetration ``d = h - n . x`` and its rate ``d' = -n . v`` (v the velocity
 of the material point at x), the force on the link at x is
 
-    f_n = k d^p max(1 + c d', 0)     for d > 0, else 0     (Hunt and Crossley)
+    f_n = k d^p (1 + c d')     where d > 0 and 1 + c d' > 0, else 0     (Hunt and Crossley)
     f   = f_n n - mu f_n v_t / sqrt(|v_t|^2 + v_s^2)       (v_t = v - (n . v) n)
 
 so ``|f_t| <= mu f_n`` always (the friction cone) and friction is Coulomb's beyond the stick
@@ -22,84 +24,58 @@ against the plane, so a shape far from the ground costs one dot product per eval
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
-import numpy as np
 from sympy import Expr, Float, Integer, Matrix, Piecewise, S, sqrt
 from sympy.physics.mechanics import System
 
 from mb_sim.model.base import ConnectionBase
 from mb_sim.model.parameters import parameter
 from mb_sim.urdf import CollisionDescription, GroundDescription
+from mb_sim.urdf.contact_geometry import ContactFeature, bounding_sphere, contact_features
 
-__all__ = ["CONTACT_STATE", "ContactFeature", "GroundContact", "RIM_REGULARIZATION", "contact_features",
+__all__ = ["CONTACT_STATE", "ContactFeature", "GroundContact", "RIM_TILT", "contact_features",
            "default_parameters"]
 
 #: Columns of a contact feature's row in the ``contact_states`` output (world axes, SI units).
 CONTACT_STATE = ("x", "y", "z", "nx", "ny", "nz", "penetration", "penetration_rate", "normal_force",
                  "fx", "fy", "fz")
-#: Regularization of a cylinder rim's lowest point where its axis is along the normal.
-RIM_REGULARIZATION = 1e-6
+#: Sine of the tilt below which a cylinder's contact point moves from its rim towards its end's
+#: centre (about 1.1 degrees): a restoring stiffness m g r / RIM_TILT standing on an end.
+RIM_TILT = 0.02
 #: The penetration the default stiffness gives under the robot's whole weight on one point [m].
 DEFAULT_PENETRATION = 2e-3
 #: The damping ratio the default damping gives the robot bouncing on that point at that penetration.
 DEFAULT_DAMPING_RATIO = 1.0
+#: The share of the weight one contact body is taken to carry (a quadruped's foot, a box's corner).
+SUPPORTS = 4
+#: The step the defaults keep RK4 stable at [s].
+REFERENCE_STEP = 1e-3
 #: The default stick velocity [m/s]: friction's slope mu f_n / v_s keeps RK4 stable at 1 ms.
 DEFAULT_STICK_VELOCITY = 0.01
 
 
-@dataclass(frozen=True)
-class ContactFeature:
-    """One point-like part of a shape, in its link's frame: a sphere (``axis`` None; radius 0 for a
-    corner) or a cylinder end's rim (centre, unit axis, radius)."""
-
-    name: str
-    centre: tuple[float, float, float]
-    radius: float
-    axis: tuple[float, float, float] | None = None
-
-
-def contact_features(shape: CollisionDescription) -> list[ContactFeature]:
-    """The features of one collision shape (link-frame numbers)."""
-    R, o = np.asarray(shape.rotation, float), np.asarray(shape.xyz, float)
-    base = f"{shape.link}/{shape.index}"
-
-    def at(local, radius, name, axis=None):
-        centre = tuple(float(v) for v in o + R @ np.asarray(local, float))
-        return ContactFeature(f"{base}/{name}", centre, float(radius),
-                              None if axis is None else tuple(float(v) for v in R @ np.asarray(axis, float)))
-
-    if shape.shape == "sphere":
-        return [at((0, 0, 0), shape.size[0], "sphere")]
-    if shape.shape == "capsule":
-        r, half = shape.size[0], shape.size[1] / 2
-        return [at((0, 0, -half), r, "end0"), at((0, 0, half), r, "end1")]
-    if shape.shape == "cylinder":
-        r, half = shape.size[0], shape.size[1] / 2
-        return [at((0, 0, -half), r, "rim0", (0, 0, 1)), at((0, 0, half), r, "rim1", (0, 0, 1))]
-    if shape.shape == "box":
-        hx, hy, hz = (s / 2 for s in shape.size)
-        corners = [(sx * hx, sy * hy, sz * hz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
-        return [at(c, 0.0, f"corner{i}") for i, c in enumerate(corners)]
-    return [at(p, 0.0, f"point{i}") for i, p in enumerate(np.asarray(shape.points, float))]
-
-
-def bounding_sphere(features: list[ContactFeature]) -> tuple[np.ndarray, float]:
-    """A sphere (link frame) holding every feature of a shape: centre and radius."""
-    centres = np.array([f.centre for f in features])
-    centre = (centres.min(axis=0) + centres.max(axis=0)) / 2
-    radius = max(float(np.linalg.norm(np.array(f.centre) - centre)) + f.radius for f in features)
-    return centre, radius
-
-
-def default_parameters(mass: float, gravity: float) -> dict[str, float]:
+def default_parameters(mass: float, gravity: float, stiffness: float | None = None, exponent: float = 1.0,
+                       lightest: float | None = None, friction: float = 1.0) -> dict[str, float]:
     """Stiffness, damping and stick velocity for a robot of total `mass` [kg] under `gravity`
-    [m/s^2]: its weight on one point penetrates :data:`DEFAULT_PENETRATION`, bouncing there is
-    damped at :data:`DEFAULT_DAMPING_RATIO` (``k d0 c = 2 zeta sqrt(k m)``)."""
+    [m/s^2] whose lightest body that can touch weighs `lightest` [kg].
+
+    Stiffness: the weight on one point penetrates :data:`DEFAULT_PENETRATION` (``k = m g / d0^p``,
+    unless `stiffness` is given).  Damping: bouncing there, at ``d0 = (m g / k)^(1/p)`` where the
+    force's slope is ``k_0 = p m g / d0``, damped at :data:`DEFAULT_DAMPING_RATIO`
+    (``m g c = 2 zeta sqrt(k_0 m)``).  A light foot carries a share ``F = m g /``
+    :data:`SUPPORTS` of the weight, so its damping ``F c`` and friction slope ``mu F / v_s`` act on
+    its own small mass: both are bounded so that their rate times :data:`REFERENCE_STEP` stays
+    below 1 for that body (RK4 at 1 ms stays stable on a 60 g foot of a 13 kg quadruped)."""
     mass, gravity = max(mass, 1e-3), max(gravity, 1e-3)
-    stiffness = mass * gravity / DEFAULT_PENETRATION
-    damping = 2 * DEFAULT_DAMPING_RATIO * math.sqrt(mass / stiffness) / DEFAULT_PENETRATION
-    return {"stiffness": stiffness, "damping": damping, "stick_velocity": DEFAULT_STICK_VELOCITY}
+    weight = mass * gravity
+    stiffness = stiffness if stiffness is not None else weight / DEFAULT_PENETRATION ** exponent
+    rest = (weight / stiffness) ** (1.0 / exponent)
+    damping = 2 * DEFAULT_DAMPING_RATIO * math.sqrt(exponent * weight / rest * mass) / weight
+    stick = DEFAULT_STICK_VELOCITY
+    if lightest is not None and lightest > 0:
+        share = weight / SUPPORTS
+        damping = min(damping, lightest / (share * REFERENCE_STEP))
+        stick = max(stick, friction * share * REFERENCE_STEP / lightest)
+    return {"stiffness": stiffness, "damping": damping, "stick_velocity": stick}
 
 
 class GroundContact(ConnectionBase):
@@ -112,12 +88,13 @@ class GroundContact(ConnectionBase):
     """
 
     def __init__(self, description: GroundDescription, shapes: list[CollisionDescription], mass: float,
-                 gravity: float) -> None:
+                 gravity: float, lightest: float | None = None) -> None:
         super().__init__(description.name)
         self.ground_description = description
         self.shapes = list(shapes)
         self.features = [f for shape in self.shapes for f in contact_features(shape)]
-        self._defaults = default_parameters(mass, gravity)
+        self._defaults = default_parameters(mass, gravity, description.stiffness, description.exponent, lightest,
+                                            description.friction)
         self.rows: list[Matrix] = []
 
     def resolve(self, links: dict, joints: dict) -> None:
@@ -127,15 +104,11 @@ class GroundContact(ConnectionBase):
         self._system = System()
         g, d, name = self.ground_description, self._descriptions, self.name
         value = lambda given, key: given if given is not None else self._defaults[key]  # noqa: E731
-        values = (("height", g.height, "height of the plane along its normal [m]"),
-                  ("stiffness", value(g.stiffness, "stiffness"), "contact stiffness k [N/m^p]"),
-                  ("damping", value(g.damping, "damping"), "Hunt-Crossley damping c [s/m]"),
-                  ("exponent", g.exponent, "exponent p of the penetration"),
-                  ("friction", g.friction, "Coulomb friction coefficient mu"),
-                  ("stick_velocity", value(g.stick_velocity, "stick_velocity"),
-                   "stick velocity v_s of the regularized friction [m/s]"))
-        self.height, self.k, self.c, self.p, self.mu, self.v_s = (
-            parameter(self, key, v, f"ground '{name}': {meaning}", d, keep_zero=True) for key, v, meaning in values)
+        self.height = parameter(self, "height", g.height, f"ground '{name}': height of the plane along its normal [m]",
+                                d, keep_zero=True)
+        contact_parameters(self, {"stiffness": value(g.stiffness, "stiffness"), "damping": value(g.damping, "damping"),
+                                  "exponent": g.exponent, "friction": g.friction,
+                                  "stick_velocity": value(g.stick_velocity, "stick_velocity")}, f"ground '{name}'")
         self.normal = Matrix([Integer(int(v)) if float(v).is_integer() else Float(float(v)) for v in g.normal])
 
     def shape_features(self) -> list[tuple[CollisionDescription, list[ContactFeature]]]:
@@ -183,7 +156,8 @@ class GroundContact(ConnectionBase):
         else:
             a = R * Matrix(feature.axis)
             t = n - self._dot(n, a) * a
-            x = centre - Float(feature.radius) * t / sqrt(self._dot(t, t) + Float(RIM_REGULARIZATION) ** 2)
+            tilt = sqrt(self._dot(t, t))
+            x = centre - Float(feature.radius) * t / Piecewise((tilt, tilt > RIM_TILT), (Float(RIM_TILT), True))
         return x, self.height - self._dot(n, x)
 
     def _feature_force(self, feature: ContactFeature, R: Matrix, p: Matrix, v: Matrix, w: Matrix, guarded,
@@ -195,14 +169,7 @@ class GroundContact(ConnectionBase):
         x = guarded(x, f"contact point of {label} (world)")
         velocity = guarded(v + _cross(w, x - p), f"velocity of the contact point of {label} (world)")
         d = guarded(Matrix([self.height - self._dot(n, x)]), f"penetration of {label}")[0]
-        rate = guarded(Matrix([-self._dot(n, velocity)]), f"penetration rate of {label}")[0]
-        pressing = 1 + self.c * rate
-        f_n = guarded(Matrix([Piecewise((self.k * d ** self.p * pressing, (d > 0) & (pressing > 0)), (S.Zero, True))]),
-                      f"normal contact force of {label}")[0]
-        tangential = velocity - self._dot(n, velocity) * n
-        scale = guarded(Matrix([self.mu * f_n / sqrt(self._dot(tangential, tangential) + self.v_s ** 2)]),
-                        f"friction force per slip speed of {label}")[0]
-        f = guarded(f_n * n - scale * tangential, f"contact force of {label} (world)")
+        rate, f_n, f = contact_force(self, n, d, velocity, guarded, label)
         return x, d, rate, f_n, f
 
     @staticmethod
@@ -212,6 +179,34 @@ class GroundContact(ConnectionBase):
     def signature(self) -> str:
         """What the derivation reads besides the parameters: the plane's normal and the features."""
         return repr((self.name, tuple(self.normal), [(f.name, f.centre, f.radius, f.axis) for f in self.features]))
+
+
+def contact_force(law, n: Matrix, d: Expr, velocity: Matrix, guarded, label: str) -> tuple[Expr, Expr, Matrix]:
+    """Penetration rate, normal force and force (world) at a point penetrating `d` along the
+    normal `n` with velocity `velocity` relative to the other side; `law` holds the parameters
+    k, c, p, mu, v_s (the module docstring's law), `guarded` names guarded temporaries."""
+    rate = guarded(Matrix([-_dot(n, velocity)]), f"penetration rate of {label}")[0]
+    pressing = 1 + law.c * rate
+    f_n = guarded(Matrix([Piecewise((law.k * d ** law.p * pressing, (d > 0) & (pressing > 0)), (S.Zero, True))]),
+                  f"normal contact force of {label}")[0]
+    tangential = velocity - _dot(n, velocity) * n
+    scale = guarded(Matrix([law.mu * f_n / sqrt(_dot(tangential, tangential) + law.v_s ** 2)]),
+                    f"friction force per slip speed of {label}")[0]
+    return rate, f_n, guarded(f_n * n - scale * tangential, f"contact force of {label} (world)")
+
+
+def contact_parameters(component, values: dict, owner: str) -> None:
+    """The law's parameter symbols on `component` (k, c, p, mu, v_s) from `values` by key."""
+    meanings = (("stiffness", "k", "contact stiffness k [N/m^p]"), ("damping", "c", "Hunt-Crossley damping c [s/m]"),
+                ("exponent", "p", "exponent p of the penetration"), ("friction", "mu", "Coulomb friction coefficient mu"),
+                ("stick_velocity", "v_s", "stick velocity v_s of the regularized friction [m/s]"))
+    for key, attribute, meaning in meanings:
+        setattr(component, attribute, parameter(component, key, values[key], f"{owner}: {meaning}",
+                                                component._descriptions, keep_zero=True))
+
+
+def _dot(a: Matrix, b: Matrix) -> Expr:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 def _cross(a: Matrix, b: Matrix) -> Matrix:

@@ -6,6 +6,7 @@ from sympy.physics.mechanics import Point, ReferenceFrame, System
 
 from mb_sim.model.base import INPUT_KINDS, ComponentBase, ComponentError, ConnectionBase, Input, ModelBase, symbol_name
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
+from mb_sim.model.body_contact import BodyContact
 from mb_sim.model.contact import GroundContact
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
@@ -36,6 +37,8 @@ class Robot(ModelBase):
         #: What the URDF loader repaired or accepted instead of refusing (mb_sim.urdf.Repair: element,
         #: name, problem, action; ``str()`` is one line); empty for a strict load.
         self.repairs: list = []
+        #: The IMUs (mb_sim.urdf.IMUDescription: name, link, mounting): outputs, not loads.
+        self.imus: list = []
         if root not in self._links:
             raise ComponentError(f"robot '{name}': root link '{root}' is not among its links")
         self.root_link = self._links[root]
@@ -77,6 +80,11 @@ class Robot(ModelBase):
     def grounds(self) -> dict[str, GroundContact]:
         """Ground planes (contact) by name."""
         return self._others_of(GroundContact)
+
+    @property
+    def contact_pairs(self) -> dict[str, BodyContact]:
+        """Contact pairs between links by name."""
+        return self._others_of(BodyContact)
 
     def collect_inputs(self, kind: str | None = None) -> list[Input]:
         """Every component's inputs (:meth:`ComponentBase.inputs`), or those of `kind`: by kind in
@@ -184,6 +192,9 @@ def _describe_component(component: ComponentBase, indent: int) -> list[str]:
             extra = f" (link {child.wheel.name} rolls on z = 0)"
         elif isinstance(child, GroundContact):
             extra = f" ({len(child.shapes)} collision shapes, {len(child.features)} contact points)"
+        elif isinstance(child, BodyContact):
+            extra = (f" ({child.pair_description.link1} <-> {child.pair_description.link2}: "
+                     f"{len(child.checks)} point-shape checks)")
         elif isinstance(child, RigidLink) and child.is_massless:
             extra = " (massless)"
         lines.append(f"{'  ' * indent}{kind} '{child.name}'{extra}")

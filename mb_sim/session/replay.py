@@ -268,7 +268,8 @@ def _check_header(header: dict) -> dict:
     where = "header"
     get = lambda key, kind: _typed(_key(header, key, where), kind, f"{where} key {key!r}")  # noqa: E731
     options = get("simulator", dict)
-    allowed = {"default_effort_limit", "servo_frequency", "servo_feed_forward", "initial_positions"}
+    allowed = {"default_effort_limit", "servo_frequency", "servo_feed_forward", "initial_positions", "floating_base",
+               "ground"}
     for key in set(options) - allowed:
         raise ValueError(f"{where} key 'simulator': unknown option {key!r}")
     simulator = {}
@@ -276,7 +277,10 @@ def _check_header(header: dict) -> dict:
         simulator["default_effort_limit"] = _number(options["default_effort_limit"], "simulator.default_effort_limit", 0)
     if "servo_frequency" in options:
         simulator["servo_frequency"] = _number(options["servo_frequency"], "simulator.servo_frequency", 0)
-    if "servo_feed_forward" in options:
+    for key in ("floating_base", "ground"):  # how the recorded URDF was loaded
+        if key in options:
+            simulator[key] = _typed(options[key], bool, f"simulator.{key}")
+    if options.get("servo_feed_forward") is not None:  # None: the simulator's default for the robot
         simulator["servo_feed_forward"] = _typed(options["servo_feed_forward"], bool, "simulator.servo_feed_forward")
     if "initial_positions" in options:
         positions = _typed(options["initial_positions"], dict, "simulator.initial_positions")

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ConstraintErrors", "ConstraintReaction", "MotorState", "SimulationOutputs", "SpringState", "Trajectory"]
+__all__ = ["ConstraintErrors", "ConstraintReaction", "ContactState", "ContactWrench", "MotorState",
+           "SimulationOutputs", "SpringState", "Trajectory"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,38 @@ class SpringState:
     force: float
     force_vector: np.ndarray
     markers: tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class ContactState:
+    """One contact feature of a link's collision shape touching (penetration > 0), in world axes
+    and SI units (a row of the model's ``contact_states``, see :mod:`mb_sim.model.contact` and
+    :mod:`mb_sim.model.body_contact`).
+
+    ``name`` is the feature's ``ground/<link>/<collision index>/<feature>`` (a contact pair's:
+    ``<pair>/<link>/<index>/<feature>@<other link>/<index>``), ``point`` its contact point,
+    ``normal`` the unit contact normal, ``penetration`` d [m] and ``penetration_rate`` d' [m/s]
+    along it, ``normal_force`` f_n [N] (>= 0) and ``force`` the whole force on ``link`` at
+    ``point`` (normal plus friction) [N]; in a contact pair the other link gets ``-force`` there.
+    """
+
+    link: str
+    name: str
+    point: np.ndarray
+    normal: np.ndarray
+    penetration: float
+    penetration_rate: float
+    normal_force: float
+    force: np.ndarray
+
+
+@dataclass(frozen=True)
+class ContactWrench:
+    """The total contact force [N] on one link (from the ground and its contact pairs) and its
+    torque [N m] about the link's origin, both in world axes."""
+
+    force: np.ndarray
+    torque: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -83,7 +116,9 @@ class SimulationOutputs:
     only).  Without dynamics (``Simulator.outputs(dynamics=False)``) ``accelerations`` and
     ``constraint_forces`` are empty and ``acceleration_error`` is NaN.  ``springs`` holds each
     spring-damper's state by name, ``motors`` each DC motor's; ``reactions`` (with dynamics) each
-    named constraint's reaction.
+    named constraint's reaction.  ``contacts`` holds each contact feature touching (penetration
+    > 0) by name (``sim.model.contact_names``); ``contact_wrenches`` every link with contact
+    features (``<ground>``, ``<contact_pair>``), zero while it does not touch.
     """
 
     time: float
@@ -103,6 +138,8 @@ class SimulationOutputs:
     springs: dict[str, SpringState] = field(default_factory=dict)
     reactions: dict[str, ConstraintReaction] = field(default_factory=dict)
     motors: dict[str, MotorState] = field(default_factory=dict)
+    contacts: dict[str, ContactState] = field(default_factory=dict)
+    contact_wrenches: dict[str, ContactWrench] = field(default_factory=dict)
 
     @property
     def energy(self) -> float:

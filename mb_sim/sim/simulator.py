@@ -31,8 +31,10 @@ from mb_sim.sim.runaway import (
     RunawayWatch, resolution_bounds, speed_bounds,
 )
 from mb_sim.symbolic.constraints import independent_rows
+from mb_sim.sim.imu import ImuNoise, ImuReading, ImuSet
 from mb_sim.sim.outputs import (
-    ConstraintErrors, ConstraintReaction, MotorState, SimulationOutputs, SpringState, Trajectory,
+    ConstraintErrors, ConstraintReaction, ContactState, ContactWrench, MotorState, SimulationOutputs, SpringState,
+    Trajectory,
 )
 
 __all__ = ["Simulator", "INTEGRATORS", "MAX_STEPS_PER_CALL", "STOP_FREQUENCY"]
@@ -66,7 +68,8 @@ class Simulator:
     Parameters
     ----------
     robot
-        A robot model, or a URDF path / URDF text (loaded with `floating_base`: see ``load_urdf``);
+        A robot model, or a URDF path / URDF text (loaded with `floating_base` and `ground`: see
+        ``load_urdf``);
         a ``.xacro`` path is expanded first with `xacro_args` (``{"name": "value"}``).
     dt
         Physics step of the fixed-step integrator [s] (default 1 ms); also the output step of
@@ -99,7 +102,9 @@ class Simulator:
         Whether an energy rising while no power is put in stops the simulation as a runaway.
     servo_frequency, servo_feed_forward
         The joint servos' default gains (natural frequency [Hz], critically damped) and whether
-        they add the computed-torque feed-forward (see ``servos``, :mod:`mb_sim.sim.servos`).
+        they add the computed-torque feed-forward (see ``servos``, :mod:`mb_sim.sim.servos`); None
+        (the default): on, but off for a robot with contacts, where it would cancel the ground's
+        push at the joints and ignore the floating base (a quadruped slid 0.3 m in 5 s).
 
     ``runaway`` (a :class:`~mb_sim.sim.runaway.RunawayWatch`) judges runaways after every call of
     the integrator: speeds beyond their bounds (``speed_bounds``), an energy rising while no power
@@ -116,8 +121,9 @@ class Simulator:
                  default_effort_limit: float | None = None, speed_limit_factor: float | None = None,
                  default_speed_bounds: tuple[float, float] | None = None,
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
-                 servo_feed_forward: bool = True, initial_positions: Mapping[str, float] | None = None,
-                 floating_base: bool = False, xacro_args: Mapping[str, object] | None = None) -> None:
+                 servo_feed_forward: bool | None = None, initial_positions: Mapping[str, float] | None = None,
+                 floating_base: bool = False, xacro_args: Mapping[str, object] | None = None,
+                 ground: bool = False) -> None:
         self._stepper = stepper(integrator)  # ValueError naming the choices
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
@@ -126,7 +132,7 @@ class Simulator:
                 raise ValueError(f"{name} must be a positive finite number, got {tolerance}")
         _check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
         self.robot = robot if isinstance(robot, Robot) else load_urdf(robot, floating_base=floating_base,
-                                                                               xacro_args=xacro_args)
+                                                                               xacro_args=xacro_args, ground=ground)
         self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
         self.dt, self.integrator, self.rtol, self.atol = dt, integrator, rtol, atol
         system = self.robot.system
@@ -779,8 +785,11 @@ class Simulator:
         self._effective_inertia = 1.0 / np.max(inverse_diagonals, axis=0)
         return self._effective_inertia
 
-    def _make_servos(self, frequency: float, servo_feed_forward: bool) -> JointServos:
-        """Servos for the effort-actuated one-DoF joints, default gains from their effective inertia."""
+    def _make_servos(self, frequency: float, servo_feed_forward: bool | None) -> JointServos:
+        """Servos for the effort-actuated one-DoF joints, default gains from their effective inertia;
+        the feed-forward, where not said, on for robots without contacts."""
+        if servo_feed_forward is None:
+            servo_feed_forward = not self.model.contact_names
         joints = {name: (k, *self._one_dof[name]) for k, name in enumerate(self.actuated_joints) if name in self._one_dof}
         effective = self._smallest_effective_inertia() if joints else None
         inertia = [effective[self._one_dof[name][1]] for name in joints]
@@ -945,6 +954,8 @@ class Simulator:
             potential_energy=float(view(b.out, "potential_energy")[0, 0]),
         )
         snapshot["springs"] = _spring_states(self.model.spring_names, view(b.out, "spring_states"))
+        snapshot["contacts"], snapshot["contact_wrenches"] = _contacts(
+            self.model.contact_names, self._contact_links(), view(b.out, "contact_states"), poses)
         snapshot["motors"] = {name: MotorState(*(float(v) for v in row))
                               for name, row in zip(self.motors, view(b.out, "motor_states"))}
         if dynamics:  # (the NumPy backend rewrites A and c in out[]: the same values, same state)
@@ -969,6 +980,19 @@ class Simulator:
             else:
                 out[name] = ConstraintReaction(generalized)
         return out
+
+    def _contact_links(self) -> list[tuple[str, str | None]]:
+        """Per contact feature, in ``model.contact_names`` order (the derivation's: ground planes and
+        contact pairs as the robot walks them), the link its force acts on and the link that gets
+        the opposite force (None for a ground).  A feature is named ``<link>/<collision
+        index>/<feature>`` within its component, plus ``@<other link>/<collision index>`` in a
+        contact pair; a link's name may hold a /."""
+        links = []
+        for component in self.robot.walk():
+            for feature in getattr(component, "features", []) if hasattr(component, "kinematic_loads") else []:
+                own, _, other = feature.name.partition("@")
+                links.append((own.rsplit("/", 2)[0], other.rsplit("/", 1)[0] if other else None))
+        return links
 
     def constraint_reactions(self) -> dict[str, ConstraintReaction]:
         """Each named constraint's reaction at the current state (see :class:`ConstraintReaction`)."""
@@ -995,6 +1019,36 @@ class Simulator:
                                          velocity[rows], acceleration[rows])
         return out
 
+    # -- IMUs -----------------------------------------------------------------------------------
+    @property
+    def imu_names(self) -> list[str]:
+        """The robot's IMUs (``<mb_sim><imu>``, Gazebo ``<sensor type="imu">``)."""
+        return self._imu_set().names
+
+    def imu(self, name: str) -> ImuReading:
+        """IMU `name`'s reading at the current state (see :mod:`mb_sim.sim.imu`); KeyError naming
+        the IMUs for an unknown name."""
+        return self._imu_readings([name])[name]
+
+    def imus(self) -> dict[str, ImuReading]:
+        """Every IMU's reading at the current state, by name."""
+        return self._imu_readings(None)
+
+    def set_imu_noise(self, name: str, noise: ImuNoise | None) -> None:
+        """Gaussian noise and biases (seeded) on IMU `name`'s readings from now on; None: exact."""
+        self._imu_set().set_noise(name, noise)
+
+    def _imu_set(self) -> ImuSet:
+        if getattr(self, "_imu_cache", None) is None:
+            self._imu_cache = ImuSet(self.robot, self.model)
+        return self._imu_cache
+
+    def _imu_readings(self, names: list[str] | None) -> dict[str, ImuReading]:
+        """Readings with the servos' efforts refreshed first (as ``outputs`` does)."""
+        if self.servos.active:
+            self.servos.refresh(self.time)
+        return self._imu_set().read(self.time, names)
+
 
 def _spring_states(names: list[str], rows: np.ndarray) -> dict[str, SpringState]:
     """Spring outputs by name from the rows of the spring_states block (see SPRING_STATE)."""
@@ -1006,6 +1060,27 @@ def _spring_states(names: list[str], rows: np.ndarray) -> dict[str, SpringState]
                                    force * displacement / length if length > 0 else np.full(3, np.nan),
                                    (p0.copy(), p1.copy()))
     return states
+
+
+def _contacts(names: list[str], links: list[tuple[str, str | None]], rows: np.ndarray, poses: dict[str, np.ndarray]
+              ) -> tuple[dict[str, ContactState], dict[str, ContactWrench]]:
+    """The features touching (penetration > 0) from the rows of the contact_states block (see
+    CONTACT_STATE), and each contact link's total contact force and torque about its origin (world
+    axes; zero while it does not touch); `links` from :meth:`Simulator._contact_links`."""
+    contacts: dict[str, ContactState] = {}
+    wrenches = {link: (np.zeros(3), np.zeros(3)) for pair in links for link in pair if link is not None}
+    for name, (link, other), row in zip(names, links, rows):
+        if not row[6] > 0.0:
+            continue
+        point, force = row[0:3].copy(), row[9:12].copy()
+        contacts[name] = ContactState(link, name, point, row[3:6].copy(), float(row[6]), float(row[7]),
+                                      float(row[8]), force)
+        for on, f in ((link, force), (other, -force)):
+            if on is not None:
+                total, torque = wrenches[on]
+                total += f
+                torque += np.cross(point - poses[on][:3, 3], f)
+    return contacts, {link: ContactWrench(force, torque) for link, (force, torque) in wrenches.items()}
 
 
 def _check_runaway_options(default_effort_limit: float | None, speed_limit_factor: float | None,

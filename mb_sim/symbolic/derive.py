@@ -10,6 +10,7 @@ from sympy.physics.mechanics import dynamicsymbols
 from mb_sim.model import FloatingJoint, JointDissipation, Robot
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, EquationsOfMotion
+from mb_sim.symbolic.imu import imu_outputs
 from mb_sim.symbolic.kane import derive_kane
 from mb_sim.symbolic.plain import PlainSymbols
 from mb_sim.symbolic.temporaries import Temporaries
@@ -62,8 +63,9 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         report(line)
     poses = Matrix([[*kane.links[name].rotation, *kane.links[name].position] for name in robot.links])
     springs = list(robot.spring_dampers.values())
-    grounds = list(robot.grounds.values())
+    contacts = [c for c in robot.walk() if hasattr(c, "kinematic_loads")]  # ground planes, contact pairs
     potential = kane.potential_energy + sum(plain.convert(c.potential_energy()) for c in robot.walk())
+    imu_jacobians, imu_states = imu_outputs(robot, kane.links, len(plain.u))
     outputs = {
         "mass_matrix": kane.mass_matrix,
         "forcing": kane.forcing,
@@ -83,7 +85,9 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "electrical_rates": Matrix([plain.convert(rate) for _, rate, _ in states]) if states else zeros(0, 1),
         "electrical_decay": Matrix([plain.convert(decay) for _, _, decay in states]) if states else zeros(0, 1),
         "motor_states": Matrix.vstack(zeros(0, 4), *[plain.convert_matrix(Matrix([m.state])) for m in motors(robot)]),
-        "contact_states": Matrix.vstack(zeros(0, CONTACT_STATE_COLUMNS), *[row for g in grounds for row in g.rows]),
+        "contact_states": Matrix.vstack(zeros(0, CONTACT_STATE_COLUMNS), *[row for c in contacts for row in c.rows]),
+        "imu_jacobians": imu_jacobians,
+        "imu_states": imu_states,
     }
     parameters = robot.parameters
     descriptions = {**{plain.plain(k): v for k, v in robot.descriptions.items() if plain.knows(k)},
@@ -104,7 +108,8 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         motor_names=[m.name for m in motors(robot)],
         force_laws=[(s.name, s.spring_description.law) for s in springs if s.law_index is not None],
         dissipation_rows=dissipation_rows(robot),
-        contact_names=[f"{g.name}/{f.name}" for g in grounds for f in g.features],
+        contact_names=[f"{c.name}/{f.name}" for c in contacts for f in c.features],
+        imu_names=[imu.name for imu in robot.imus],
     )
 
 

@@ -41,6 +41,12 @@ name                   shape          meaning
 ``contact_states``     (n_k, 12)      per contact feature (``contact_names``): contact point,
                                       normal, penetration, its rate, normal force, force on
                                       the link (world axes; see :mod:`mb_sim.model.contact`)
+``imu_jacobians``      (6 n_i, n_u)   per IMU (``imu_names``): partial angular velocities (3
+                                      rows), then partial velocities of its link's origin (3
+                                      rows), world axes (see :mod:`mb_sim.symbolic.imu`)
+``imu_states``         (n_i, 12)      per IMU: its link's angular velocity, origin velocity,
+                                      angular acceleration bias, origin acceleration bias
+                                      minus gravity (world axes; the u'-free parts)
 =====================  =============  ===========================================================
 
 Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``; the generalized
@@ -59,18 +65,20 @@ from dataclasses import dataclass, field
 
 from sympy import Expr, Matrix, Symbol
 
-__all__ = ["CONTACT_STATE_COLUMNS", "EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
+__all__ = ["CONTACT_STATE_COLUMNS", "IMU_JACOBIAN_ROWS", "IMU_STATE_COLUMNS", "EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 
 OUTPUT_NAMES = (
     "mass_matrix", "forcing", "qdot", "kinematic_map", "phi", "phi_jacobian", "constraint_matrix",
     "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
     "constraint_wrenches", "spring_states", "spring_lengths", "electrical_rates", "electrical_decay",
-    "motor_states", "contact_states",
+    "motor_states", "contact_states", "imu_jacobians", "imu_states",
 )
 #: Columns of the spring_states output.
 SPRING_STATE_COLUMNS = 12
 #: Columns of the contact_states output.
 CONTACT_STATE_COLUMNS = 12
+#: Columns of the imu_states output, rows of the imu_jacobians output per IMU.
+IMU_STATE_COLUMNS, IMU_JACOBIAN_ROWS = 12, 6
 
 
 @dataclass
@@ -130,6 +138,7 @@ class EquationsOfMotion:
     generic_configurations: list[list[float]] = field(default_factory=list)
     dissipation_rows: list[int] = field(default_factory=list)
     contact_names: list[str] = field(default_factory=list)
+    imu_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if "kinematic_map" not in self.outputs and "qdot" in self.outputs:
@@ -140,7 +149,9 @@ class EquationsOfMotion:
                     "spring_lengths": (len(self.spring_names), 1),
                     "electrical_rates": (len(self.z), 1), "electrical_decay": (len(self.z), 1),
                     "motor_states": (len(self.motor_names), 4),
-                    "contact_states": (len(self.contact_names), CONTACT_STATE_COLUMNS)}
+                    "contact_states": (len(self.contact_names), CONTACT_STATE_COLUMNS),
+                    "imu_jacobians": (IMU_JACOBIAN_ROWS * len(self.imu_names), self.n_u),
+                    "imu_states": (len(self.imu_names), IMU_STATE_COLUMNS)}
         for name, shape in defaults.items():
             self.outputs.setdefault(name, Matrix.zeros(*shape))
 

@@ -46,7 +46,15 @@ def topology_signature(robot: Robot) -> dict:
         "holonomic": [str(c) for c in system.holonomic_constraints],
         "nonholonomic": [str(c) for c in system.nonholonomic_constraints],
         **_kinematic_loads(robot),
+        **_imus(robot),
     }
+
+
+def _imus(robot: Robot) -> dict:
+    """The IMUs' names and links (their outputs' rows; the mounting is applied at run time);
+    nothing for a robot without IMUs, so other robots keep their cached builds."""
+    imus = [[imu.name, imu.link] for imu in getattr(robot, "imus", [])]
+    return {"imus": imus} if imus else {}
 
 
 def _kinematic_loads(robot: Robot) -> dict:

@@ -3,7 +3,7 @@
 Nothing here knows about SymPy; the model layer builds components from the description.
 """
 from mb_sim.urdf.description import (
-    CollisionDescription, GroundDescription, SkippedCollision,
+    CollisionDescription, ContactPairDescription, GroundDescription, SkippedCollision,
     ComponentSpec, CoordinateConstraintDescription, DCMotorDescription, Extensions, Inertial, JointDescription, JointLimit,
     JointSpringDescription, LinkDescription, LoopJointDescription, Marker, Mimic, RobotDescription,
     RollingWheelDescription, SpringDamperDescription,
@@ -13,7 +13,7 @@ from mb_sim.urdf.inertia import Repair
 from mb_sim.urdf.parser import parse_urdf
 
 __all__ = [
-    "CollisionDescription", "GroundDescription", "SkippedCollision",
+    "CollisionDescription", "ContactPairDescription", "GroundDescription", "SkippedCollision",
     "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
     "FixedBaseWarning", "InertiaRepairWarning", "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker",
     "Mimic", "Repair", "RepairWarning", "RobotDescription", "RollingWheelDescription", "SpringDamperDescription",

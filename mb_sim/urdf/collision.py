@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from mb_sim.urdf.description import COLLISION_SHAPES, CollisionDescription, SkippedCollision
+from mb_sim.urdf.contact_geometry import contact_features
 from mb_sim.urdf.errors import URDFError
 from mb_sim.urdf.meshes import MeshError, read_mesh_vertices, resolve_mesh, support_points
 from mb_sim.urdf.rotations import rpy_to_matrix
@@ -56,8 +57,8 @@ def _collision(element: ET.Element, link: str, index: int, source: str,
                                        f"{', '.join(f'<{s}>' for s in COLLISION_SHAPES)}")
     shape = shapes[0]
     origin = element.find("origin")
-    xyz = _numbers(origin, "xyz", 3, (0.0, 0.0, 0.0), source, label) if origin is not None else np.zeros(3)
-    rpy = _numbers(origin, "rpy", 3, (0.0, 0.0, 0.0), source, label) if origin is not None else np.zeros(3)
+    xyz = _numbers(origin, "xyz", 3, (0.0, 0.0, 0.0), source, f"{label} <origin>") if origin is not None else np.zeros(3)
+    rpy = _numbers(origin, "rpy", 3, (0.0, 0.0, 0.0), source, f"{label} <origin>") if origin is not None else np.zeros(3)
     where = f"{label} <{shape.tag}>"
     kind = shape.tag
     filename, points = "", None
@@ -77,6 +78,10 @@ def _collision(element: ET.Element, link: str, index: int, source: str,
             points = support_points(read_mesh_vertices(resolve_mesh(filename, urdf_path)), scale)
         except MeshError as err:
             raise URDFError(source, f"{where} filename=\"{filename}\"", str(err)) from None
+        if float(np.abs(points).max()) > _MAX_SIZE:
+            raise URDFError(source, f"{where} filename=\"{filename}\"", f"the mesh reaches {np.abs(points).max():g} m "
+                                                                      f"from its origin, above {_MAX_SIZE:g}: no robot's "
+                                                                      "(wrong units or scale?)")
     return CollisionDescription(link, index, element.get("name") or "", kind, size, xyz, rpy_to_matrix(rpy),
                                 filename, points)
 
@@ -108,3 +113,64 @@ def _numbers(element: ET.Element, attribute: str, count: int, default, source: s
         raise URDFError(source, label, f"{attribute} must be positive (a collision shape with a zero or negative "
                                        "size touches nothing)")
     return np.array(values, dtype=float)
+
+
+def enclosed_shapes(shapes: list[CollisionDescription], joints: list) -> dict[int, CollisionDescription]:
+    """The shapes (by position in `shapes`) lying wholly inside another shape of the same rigid
+    body (links joined by fixed joints): they can never touch anything first (a sensor's 1 mm
+    placeholder box inside a trunk), so contacts leave them out.  Containers: spheres, boxes,
+    capsules, cylinders; each shape's contact points (with their radii) must all be inside."""
+    poses = _body_poses(joints)
+    placed = [_in_body(shape, poses) for shape in shapes]
+    enclosed: dict[int, CollisionDescription] = {}
+    for i, (body, points) in enumerate(placed):
+        for j, (other_body, _) in enumerate(placed):
+            if i != j and body == other_body and j not in enclosed and _contains(shapes[j], poses, points):
+                enclosed[i] = shapes[j]
+                break
+    return enclosed
+
+
+def _body_poses(joints: list) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """Per child of a fixed joint: its rigid body's first link and its pose there (R, p)."""
+    poses: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
+    for joint in joints:  # parents before children
+        if joint.type != "fixed":
+            continue
+        body, R, p = poses.get(joint.parent, (joint.parent, np.eye(3), np.zeros(3)))
+        poses[joint.child] = (body, R @ rpy_to_matrix(joint.origin_rpy), p + R @ np.asarray(joint.origin_xyz, float))
+    return poses
+
+
+def _pose(link: str, poses: dict) -> tuple[str, np.ndarray, np.ndarray]:
+    return poses.get(link, (link, np.eye(3), np.zeros(3)))
+
+
+def _in_body(shape: CollisionDescription, poses: dict) -> tuple[str, list[tuple[np.ndarray, float]]]:
+    """The shape's body and its contact points' spheres (centre in the body frame, radius)."""
+    body, R, p = _pose(shape.link, poses)
+    return body, [(p + R @ np.asarray(f.centre), f.radius) for f in contact_features(shape)]
+
+
+def _contains(container: CollisionDescription, poses: dict, points: list[tuple[np.ndarray, float]]) -> bool:
+    """Whether every sphere of `points` (body frame) lies inside `container`."""
+    if container.shape == "mesh":
+        return False
+    _, R, p = _pose(container.link, poses)
+    rotation = R @ np.asarray(container.rotation, float)
+    centre = p + R @ np.asarray(container.xyz, float)
+    size = container.size
+    for point, radius in points:
+        x = rotation.T @ (point - centre)
+        if container.shape == "sphere":
+            inside = np.linalg.norm(x) + radius <= size[0]
+        elif container.shape == "box":
+            inside = bool(np.all(np.abs(x) + radius <= np.asarray(size) / 2))
+        elif container.shape == "capsule":
+            axial = np.array([0.0, 0.0, np.clip(x[2], -size[1] / 2, size[1] / 2)])
+            inside = np.linalg.norm(x - axial) + radius <= size[0]
+        else:  # cylinder
+            inside = np.hypot(x[0], x[1]) + radius <= size[0] and abs(x[2]) + radius <= size[1] / 2
+        if not inside:
+            return False
+    return True

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "COLLISION_SHAPES", "CollisionDescription", "GroundDescription", "SkippedCollision",
+    "COLLISION_SHAPES", "CollisionDescription", "ContactPairDescription", "GroundDescription", "IMUDescription", "SkippedCollision",
     "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
     "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
     "RobotDescription", "RollingWheelDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
@@ -193,6 +193,20 @@ class DCMotorDescription:
 
 
 @dataclass(frozen=True)
+class IMUDescription:
+    """An inertial measurement unit fixed in link `link` at ``xyz``/``rpy`` (link frame, as a
+    URDF origin): ``<mb_sim><imu>`` or Gazebo's ``<gazebo reference><sensor type="imu">``
+    (``declared_in`` says which, for messages).  It reads the exact accelerations of the model
+    (:mod:`mb_sim.sim.imu`)."""
+
+    name: str
+    link: str
+    xyz: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rpy: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    declared_in: str = "mb_sim imu"
+
+
+@dataclass(frozen=True)
 class RollingWheelDescription:
     """``<rolling_wheel>``: link `link` (its frame origin the wheel centre) rolls without slipping on
     the plane z = 0; ``axis`` (link frame) is its spin axis, None for the axis of the joint that
@@ -216,6 +230,8 @@ class Extensions:
     dc_motors: list[DCMotorDescription] = field(default_factory=list)
     rolling_wheels: list[RollingWheelDescription] = field(default_factory=list)
     ground: "GroundDescription | None" = None
+    contact_pairs: list = field(default_factory=list)
+    imus: list[IMUDescription] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -253,6 +269,14 @@ class RobotDescription:
     def root_is_world(self) -> bool:
         """True where the root link is the world frame (``world``)."""
         return self.root == WORLD_LINK
+
+    def fixed_to_world(self) -> set[str]:
+        """The root link and the links joined to it by fixed joints only (they never move)."""
+        fixed = {self.root}
+        for joint in self.joints:  # parents before children
+            if joint.type == "fixed" and joint.parent in fixed:
+                fixed.add(joint.child)
+        return fixed
 
     def joint(self, name: str) -> JointDescription:
         """The joint named `name`."""
@@ -313,6 +337,23 @@ class GroundDescription:
     name: str = "ground"
     height: float = 0.0
     normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    friction: float = 1.0
+    stiffness: float | None = None
+    damping: float | None = None
+    exponent: float = 1.0
+    stick_velocity: float | None = None
+
+
+@dataclass(frozen=True)
+class ContactPairDescription:
+    """``<contact_pair link1 link2>``: the collision shapes of two links touch each other: each
+    point-like feature of one (spheres, capsule ends, box corners, mesh support points) against
+    the spheres and capsules of the other.  Parameters as :class:`GroundDescription`'s (None:
+    chosen from the robot)."""
+
+    name: str
+    link1: str
+    link2: str
     friction: float = 1.0
     stiffness: float | None = None
     damping: float | None = None

@@ -16,12 +16,13 @@ from collections.abc import Callable
 import numpy as np
 
 from mb_sim.urdf.description import (
-    LOOP_JOINT_TYPES, CoordinateConstraintDescription, DCMotorDescription, Extensions, GroundDescription, JointSpringDescription,
+    LOOP_JOINT_TYPES, ContactPairDescription, CoordinateConstraintDescription, DCMotorDescription, Extensions, GroundDescription, IMUDescription,
+    JointSpringDescription,
     LoopJointDescription, Marker, RollingWheelDescription, SpringDamperDescription,
 )
 from mb_sim.urdf.errors import URDFError
 
-__all__ = ["EXTENSION_TAG", "read_extensions"]
+__all__ = ["EXTENSION_TAG", "read_extensions", "read_gazebo_imus"]
 
 #: The top-level element mb_sim's extensions live in (as Gazebo's live in <gazebo>).
 EXTENSION_TAG = "mb_sim"
@@ -260,7 +261,59 @@ def _ground(raw: ET.Element, source: str) -> GroundDescription:
                              e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
 
 
-_READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
+def _imu(raw: ET.Element, source: str) -> IMUDescription:
+    """``<imu name link><origin xyz rpy/></imu>``: an IMU fixed in `link` at the origin."""
+    e = _Element(raw, source, ("name", "link"))
+    xyz, rpy = _pose(e, _single(e, e.children(("origin",)), "origin"))
+    return IMUDescription(e.name(), e.text("link"), xyz, rpy)
+
+
+def read_gazebo_imus(root: ET.Element, source: str) -> list[IMUDescription]:
+    """The ``<sensor type="imu">`` elements of the top-level ``<gazebo reference="link">``
+    elements: name, reference link and optional ``<pose>x y z roll pitch yaw</pose>`` (link
+    frame); everything else a Gazebo sensor says (rates, noise, plugins) is not read."""
+    imus = []
+    for gazebo in root.findall("gazebo"):
+        link = (gazebo.get("reference") or "").strip()
+        for sensor in gazebo.findall("sensor"):
+            if (sensor.get("type") or "").strip() != "imu":
+                continue
+            name = (sensor.get("name") or "").strip() or f"{link}_imu"
+            label = f"gazebo reference '{link}' sensor '{name}'"
+            if not link:
+                raise URDFError(source, label, "an imu sensor needs <gazebo reference=\"link\"> naming its link")
+            if not _NAME.match(name):
+                raise URDFError(source, label, "name must start with a letter or '_' and hold only letters, digits, "
+                                               "'_', '-' and '.'")
+            pose = sensor.find("pose")
+            values = [0.0] * 6
+            if pose is not None and (pose.text or "").strip():
+                values = _numbers(pose.text, 6, lambda p: _fail(source, f"{label} <pose>", p), 1e4)
+            imus.append(IMUDescription(name, link, np.array(values[:3]), np.array(values[3:]), "gazebo sensor"))
+    return imus
+
+
+def _fail(source: str, label: str, problem: str) -> None:
+    raise URDFError(source, label, problem)
+
+
+def _contact_pair(raw: ET.Element, source: str) -> ContactPairDescription:
+    """``<contact_pair name link1 link2 friction stiffness damping exponent stick_velocity>``."""
+    e = _Element(raw, source, ("name", "link1", "link2", "friction", "stiffness", "damping", "exponent",
+                               "stick_velocity"))
+    e.children(())
+    link1, link2 = e.text("link1"), e.text("link2")
+    if link1 == link2:
+        e.fail(f"link1 and link2 are both '{link1}': a link cannot touch itself")
+    optional = {key: (e.number(key, positive=True) if raw.get(key) is not None else None)
+                for key in ("stiffness", "stick_velocity")}
+    damping = e.number("damping", minimum=0.0) if raw.get("damping") is not None else None
+    return ContactPairDescription(e.name(default=f"contact_{link1}_{link2}"), link1, link2,
+                                  e.number("friction", 1.0, minimum=0.0), optional["stiffness"], damping,
+                                  e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
+
+
+_READERS = {"imu": _imu, "contact_pair": _contact_pair, "loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
             "spring_damper": _spring_damper, "joint_spring": _joint_spring, "dc_motor": _dc_motor,
             "rolling_wheel": _rolling_wheel}
 
@@ -290,4 +343,5 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
         raise URDFError(source, f"{EXTENSION_TAG} ground", f"given {len(grounds)} times; give one ground plane")
     return Extensions(found["loop_joint"], found["coordinate_constraint"], found["spring_damper"],
                       found["joint_spring"], gravity[0] if gravity else None, found["dc_motor"],
-                      found["rolling_wheel"], grounds[0] if grounds else None)
+                      found["rolling_wheel"], grounds[0] if grounds else None,
+                      contact_pairs=found["contact_pair"], imus=found["imu"])

@@ -39,7 +39,9 @@ def mesh_search_paths(package: str, urdf_path: str | None) -> list[Path]:
     """Where ``package://package/...`` is looked for, in order (see the module docstring)."""
     paths: list[Path] = []
     for entry in filter(None, os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep)):
-        paths += [Path(entry) / package, Path(entry)]
+        paths.append(Path(entry) / package)
+        if _is_package(Path(entry), package):  # an entry may be the package itself
+            paths.append(Path(entry))
     for entry in filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)):
         paths.append(Path(entry) / "share" / package)
     for prefix in dict.fromkeys((sys.prefix, sysconfig.get_paths()["data"])):
@@ -49,6 +51,31 @@ def mesh_search_paths(package: str, urdf_path: str | None) -> list[Path]:
     if urdf_path:
         paths += [p for p in Path(urdf_path).resolve().parents if p.name == package]
     return list(dict.fromkeys(paths))
+
+
+def _is_package(directory: Path, package: str) -> bool:
+    """Whether `directory` is the package `package`: named so, or its package.xml says so."""
+    if directory.name == package:
+        return True
+    try:
+        manifest = (directory / "package.xml").read_text(errors="replace")[:100_000]
+    except OSError:
+        return False
+    return f"<name>{package}</name>" in manifest.replace(" ", "")
+
+
+def _not_a_file(path: Path) -> str:
+    """Why `path` (not a regular file) cannot be a mesh, in words."""
+    try:
+        if path.is_dir():
+            return f"mesh file {str(path)!r} is a directory"
+        if path.exists():
+            return f"mesh file {str(path)!r} is not a regular file (a device, pipe or socket)"
+        if path.is_symlink():
+            return f"mesh file {str(path)!r} is a broken or looping symbolic link"
+    except OSError as err:  # a symbolic link loop on an older Python, a permission error
+        return f"mesh file {str(path)!r} cannot be opened ({err.strerror or err})"
+    return f"mesh file {str(path)!r} not found"
 
 
 def resolve_mesh(filename: str, urdf_path: str | None) -> Path:
@@ -74,7 +101,7 @@ def resolve_mesh(filename: str, urdf_path: str | None) -> Path:
     if not path.is_absolute() and urdf_path:
         path = Path(urdf_path).resolve().parent / path
     if not path.is_file():
-        raise MeshError(f"mesh file {str(path)!r} not found")
+        raise MeshError(_not_a_file(path))
     return path
 
 
@@ -121,7 +148,7 @@ def support_points(vertices: np.ndarray, scale: np.ndarray) -> np.ndarray:
     MeshError
         The mesh has no volume (all its vertices on a plane or a line).
     """
-    points = np.unique(np.asarray(vertices, dtype=float) * np.asarray(scale, dtype=float), axis=0)
+    points = np.asarray(vertices, dtype=float) * np.asarray(scale, dtype=float)  # Qhull merges duplicates
     extent = np.ptp(points, axis=0) if len(points) else np.zeros(3)
     centred = points - points.mean(axis=0)
     if len(points) < 4 or np.linalg.matrix_rank(centred, tol=1e-9 * max(float(extent.max()), 1e-300)) < 3:

@@ -26,9 +26,9 @@ from mb_sim.urdf.description import (
     JOINT_TYPES, WORLD_LINK, ComponentSpec, GroundDescription, Inertial, JointDescription, JointLimit, LinkDescription,
     Mimic, RobotDescription, SkippedCollision,
 )
-from mb_sim.urdf.collision import read_collisions
+from mb_sim.urdf.collision import enclosed_shapes, read_collisions
 from mb_sim.urdf.errors import FixedBaseWarning, RepairWarning, URDFError, URDFWarning, warn_user
-from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions
+from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions, read_gazebo_imus
 from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
 from mb_sim.urdf.rotations import rpy_to_matrix
 from mb_sim.urdf.validation import validate
@@ -116,6 +116,7 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     warned: set[str] = set()
     components = _read_top_level(root, source, warned)
     extensions = read_extensions(root.findall(EXTENSION_TAG), source)
+    extensions = dataclasses.replace(extensions, imus=[*extensions.imus, *read_gazebo_imus(root, source)])
     _check_numbers(root, source)
     _check_joint_types(root, source)
     robot = _parse_links_and_joints(root, source, warned)
@@ -135,34 +136,34 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     for oddity in oddities:
         warn_user(f"{source}: {oddity}", RepairWarning)
     description = dataclasses.replace(description, repairs=[*oddities, *description.repairs])
-    if ground or description.extensions.ground is not None:
-        description = _with_contacts(description, root, source if os.path.isfile(source) else None)
+    extensions = description.extensions
+    if ground or extensions.ground is not None or extensions.contact_pairs:
+        description = _with_contacts(description, root, source if os.path.isfile(source) else None, ground)
     return description
 
 
-def _with_contacts(description: RobotDescription, root: ET.Element, urdf_path: str | None) -> RobotDescription:
-    """`description` with its ground (the default plane where it has none) and the collision
-    shapes of the links that move; a robot with nothing to touch the ground is warned about."""
+def _with_contacts(description: RobotDescription, root: ET.Element, urdf_path: str | None,
+                   ground: bool) -> RobotDescription:
+    """`description` with its ground (the default plane where `ground` asks for one and the file
+    has none) and the collision shapes of the links that move, less those inside another shape of
+    their rigid body; a robot with nothing to touch the ground is warned about."""
     extensions = description.extensions
-    if extensions.ground is None:
+    if extensions.ground is None and ground:
         extensions = dataclasses.replace(extensions, ground=GroundDescription())
-    fixed = _fixed_to_world(description)
+    fixed = description.fixed_to_world()
+    paired = {link for pair in extensions.contact_pairs for link in (pair.link1, pair.link2)}
     used, skipped = read_collisions(root, description.source, urdf_path, set(description.links))
-    skipped += [SkippedCollision(c.link, c.index, "its link is fixed to the world") for c in used if c.link in fixed]
-    used = [c for c in used if c.link not in fixed]
-    if not used:
+    skipped += [SkippedCollision(c.link, c.index, "its link is fixed to the world and in no contact_pair")
+                for c in used if c.link in fixed and c.link not in paired]
+    used = [c for c in used if c.link not in fixed or c.link in paired]
+    enclosed = enclosed_shapes(used, description.joints)
+    skipped += [SkippedCollision(c.link, c.index, f"inside {container.label} on the same rigid body")
+                for i, c in enumerate(used) if (container := enclosed.get(i)) is not None]
+    used = [c for i, c in enumerate(used) if i not in enclosed]
+    if not [c for c in used if c.link not in fixed] and extensions.ground is not None:
         warn_user(f"{description.source}: mb_sim ground '{extensions.ground.name}': no moving link has a <collision> "
                   "shape, so nothing can touch the ground", URDFWarning)
     return dataclasses.replace(description, extensions=extensions, collisions=used, skipped_collisions=skipped)
-
-
-def _fixed_to_world(description: RobotDescription) -> set[str]:
-    """The root link and the links joined to it by fixed joints only."""
-    fixed = {description.root}
-    for joint in description.joints:  # parents before children
-        if joint.type == "fixed" and joint.parent in fixed:
-            fixed.add(joint.child)
-    return fixed
 
 
 def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:

@@ -186,6 +186,7 @@ def _check_extensions(source: str, extensions: Extensions, links: dict[str, Link
     elements += [("joint_spring", e) for e in extensions.joint_springs]
     elements += [("dc_motor", e) for e in extensions.dc_motors]
     elements += [("rolling_wheel", e) for e in extensions.rolling_wheels]
+    elements += [("contact_pair", e) for e in extensions.contact_pairs]
     seen: dict[str, str] = {}
     for kind, element in elements:
         label = f"mb_sim {kind} '{element.name}'"
@@ -205,6 +206,20 @@ def _check_extensions(source: str, extensions: Extensions, links: dict[str, Link
                 raise URDFError(source, label, f"{role} '{joint}' is {by_joint[joint].type}; "
                                                "it needs a one-DoF joint (revolute, continuous or prismatic)")
     _check_motors_and_wheels(source, extensions, joints)
+    _check_imus(source, extensions, links)
+
+
+def _check_imus(source: str, extensions: Extensions, links: dict[str, LinkDescription]) -> None:
+    """IMU names unique among IMUs (they may repeat a link's: Gazebo sensors often do) and each
+    IMU's link exists."""
+    seen: set[str] = set()
+    for imu in extensions.imus:
+        label = f"{imu.declared_in} '{imu.name}'"
+        if imu.name in seen:
+            raise URDFError(source, label, "another IMU has this name")
+        seen.add(imu.name)
+        if imu.link not in links:
+            raise URDFError(source, label, f"link '{imu.link}' does not exist")
 
 
 def _check_motors_and_wheels(source: str, extensions: Extensions, joints: list[JointDescription]) -> None:
@@ -231,6 +246,8 @@ def _links_of(kind: str, element) -> list[tuple[str, str]]:
         return [(f"marker {i}", marker.link) for i, marker in enumerate(element.markers)]
     if kind == "rolling_wheel":
         return [("wheel", element.link)]
+    if kind == "contact_pair":
+        return [("link1", element.link1), ("link2", element.link2)]
     return []
 
 

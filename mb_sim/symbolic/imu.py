@@ -1,0 +1,71 @@
+"""What an IMU reads, from the derivation's link kinematics: the outputs ``imu_jacobians`` and
+``imu_states``.
+
+An IMU is fixed in a link L.  Its reading is the link's angular velocity and the specific force
+(acceleration minus gravity) of the sensor point, both linear in u' at a given state:
+
+    omega = R w                                   (world components)
+    alpha = J_w u' + alpha_b,   a_O = J_v u' + a_b
+
+where ``J_w``, ``J_v`` (3 x n_u each) are the partial angular velocities and the partial velocities
+of L's origin O with respect to every speed, in world components: for the speeds of the joint
+whose child is C (C is L or one of its ancestors), ``J_w[:, k] = R_C w_k`` and
+``J_v[:, k] = R_C v_k + J_w[:, k] x (p_L - p_C)`` (everything below C turns with it).  The bias
+parts are the recursion's u'-free accelerations rotated to world.  The sensor's mounting (offset
+``d`` and rotation in L) stays out of the generated code: the point's acceleration is
+``a_O + alpha x d + omega x (omega x d)`` (:mod:`mb_sim.sim.imu`), so moving a sensor needs no
+new build, only its link does.
+
+Rows per IMU: ``imu_jacobians`` 6 (J_w then J_v); ``imu_states`` one row of
+:data:`IMU_STATE_COLUMNS`: omega, v_O, alpha_b, a_b - g (world components; gravity as the
+robot's gravity parameters, so ``set_parameters`` changes it).
+"""
+from __future__ import annotations
+
+from sympy import Matrix, zeros
+
+from mb_sim.model import Gravity, Robot
+from mb_sim.symbolic.composite import ZERO3, cross
+from mb_sim.symbolic.equations import IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS
+
+__all__ = ["imu_outputs", "link_jacobian", "link_state"]
+
+
+def _gravity(robot: Robot) -> Matrix:
+    """The robot's gravitational acceleration (world components; parameters or zeros)."""
+    return next((Matrix(g.components) for g in robot.load_groups if isinstance(g, Gravity)), ZERO3)
+
+
+def link_jacobian(links: dict, name: str, n_u: int) -> Matrix:
+    """6 x n_u: partial angular velocities, then partial velocities of link `name`'s origin, with
+    respect to all speeds (world components)."""
+    jacobian = zeros(IMU_JACOBIAN_ROWS, n_u)
+    origin = links[name].position
+    link = name
+    while link is not None:
+        kin = links[link]
+        for k in kin.own_speeds:
+            w_k = kin.rotation * kin.angular_partials[k]
+            v_k = kin.rotation * kin.partials[k] + cross(w_k, origin - kin.position)
+            jacobian[0:3, k] = w_k
+            jacobian[3:6, k] = v_k
+        link = kin.parent
+    return jacobian
+
+
+def link_state(links: dict, name: str, gravity: Matrix) -> Matrix:
+    """1 x 12: omega, v_O, alpha_b, a_b - g of link `name` (world components)."""
+    kin = links[name]
+    R = kin.rotation
+    return Matrix([[*(R * kin.angular_velocity), *(R * kin.velocity), *(R * kin.angular_acceleration_bias),
+                    *(R * kin.acceleration_bias - gravity)]])
+
+
+def imu_outputs(robot: Robot, links: dict, n_u: int) -> tuple[Matrix, Matrix]:
+    """``(imu_jacobians, imu_states)`` for ``robot.imus`` from the derivation's link kinematics
+    (:class:`mb_sim.symbolic.kane.LinkKinematics` by link name)."""
+    imus = list(getattr(robot, "imus", []))
+    gravity = _gravity(robot)
+    jacobians = Matrix.vstack(zeros(0, n_u), *[link_jacobian(links, imu.link, n_u) for imu in imus])
+    states = Matrix.vstack(zeros(0, IMU_STATE_COLUMNS), *[link_state(links, imu.link, gravity) for imu in imus])
+    return jacobians, states
