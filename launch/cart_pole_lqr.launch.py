@@ -52,7 +52,7 @@ CONTROLLER = "mb_sim_lqr_controller"
 #: simulation): else the pole fell before the controller was up in about half the launches.
 FIXED = {"urdf_file": "cart_pole", "robot_description": "", "robot_description_topic": "", "xacro_args": "",
          "start_paused": True}
-RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs")
+RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs", "/mb_sim/contact_markers")
 
 
 def _pole_tipped(configurations) -> dict:

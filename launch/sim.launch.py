@@ -48,7 +48,7 @@ ARGUMENTS = ("namespace", "use_sim_time", "robot", "urdf_file", "robot_descripti
              "xacro_args", "start_paused", "initial_positions", "publish_rate", "physics_dt", "real_time_factor",
              "lockstep", "strict", "floating_base", "log_level", "params_file", "rviz")
 #: The absolute topics config/mb_sim.rviz shows: remapped into the namespace.
-RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs")
+RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs", "/mb_sim/contact_markers")
 
 
 def _nodes(context, rviz_config) -> list:

@@ -30,6 +30,7 @@ LAUNCH_ARGUMENTS = {
                                                      "controller_params_file"},
     "cart_pole_lqr.launch.py": COMMON | {"initial_angle", "initial_positions", "controller_params_file"},
     "ros2_control.launch.py": COMMON | ROBOT | {"controllers_file", "controllers"},
+    "quadruped.launch.py": COMMON | {"urdf", "height"},
 }
 #: What each launch file fixes instead of offering an argument: said in its docstring.
 FIXED_IN_DOCSTRING = {
@@ -45,6 +46,7 @@ REFERENCED_FILES = {
     "two_robots.launch.py": {"config/mb_sim.yaml", "config/demo_controller.yaml", "config/two_robots.rviz"},
     "cart_pole_lqr.launch.py": {"config/mb_sim.yaml", "config/lqr_controller.yaml", "config/mb_sim.rviz"},
     "ros2_control.launch.py": {"config/mb_sim.yaml", "config/arm6_ros2_control.yaml", "config/mb_sim.rviz"},
+    "quadruped.launch.py": {"config/mb_sim.yaml", "config/mb_sim.rviz"},
 }
 FILE_NAME = re.compile(r"[\w.-]+\.(yaml|rviz|py|urdf)")
 
@@ -104,8 +106,9 @@ def test_rviz_config_shows_the_robot_from_its_description_topic_in_world(repo):
     displays = {display["Class"]: display for display in manager["Displays"]}
     assert set(displays) == {"rviz_default_plugins/Grid", "rviz_default_plugins/RobotModel",
                              "rviz_default_plugins/TF", "rviz_default_plugins/MarkerArray"}
-    assert displays["rviz_default_plugins/MarkerArray"]["Topic"]["Value"] == "/mb_sim/springs"  # the node's ~/springs
-    assert all(display["Enabled"] for display in displays.values())
+    markers = {d["Topic"]["Value"] for d in manager["Displays"] if d["Class"] == "rviz_default_plugins/MarkerArray"}
+    assert markers == {"/mb_sim/springs", "/mb_sim/contact_markers"}  # the node's ~/springs and ~/contact_markers
+    assert all(display["Enabled"] for display in manager["Displays"])
     robot = displays["rviz_default_plugins/RobotModel"]
     assert robot["Description Source"] == "Topic"
     assert robot["Description Topic"]["Value"] == "/robot_description"

@@ -48,6 +48,8 @@ from mb_sim.codegen import CodegenError, FactorizationError
 from mb_sim.model import ComponentError, Robot, load_urdf
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
+from mb_sim.ros.contacts import ContactTopics
+from mb_sim.ros.imus import ImuTopics
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
 from mb_sim.session.command_router import COMMAND_TOPICS, ROS2_CONTROL_TOPIC
 from mb_sim.session.commands import CommandError
@@ -203,6 +205,8 @@ class SimulationNode(Node):
                              else None)
         self._motor_states_pub = (self.create_publisher(Float64MultiArray, MOTOR_STATES_TOPIC, 10) if self.sim.motors
                                   else None)
+        self._contacts = self._contact_topics()
+        self._imus = self._imu_topics()
 
         message_types = {"effort_commands": Float64MultiArray, "joint_commands": JointState,
                          "voltage_commands": Float64MultiArray, "voltage_joint_commands": JointState,
@@ -276,6 +280,9 @@ class SimulationNode(Node):
         self.declare_parameter("floating_base", False, _descriptor(
             "Join the robot's root link to the world by a floating joint (6 DoF, root_joint) instead of fixing it "
             "to the world; for a root link that is not named world."))
+        self.declare_parameter("ground", False, _descriptor(
+            "Add the ground plane z = 0 (default contact parameters) where the URDF has no <mb_sim><ground>: the "
+            "links' <collision> shapes touch it (load_urdf's ground)."))
         self.declare_parameter("record_file", "", _descriptor(
             "Record commands in and states out to this MCAP file from the start (mb-sim replay re-runs it); "
             "~/record starts and stops recordings at run time."))
@@ -289,7 +296,8 @@ class SimulationNode(Node):
             "smallest effective inertia); gains.<joint>.p and .d override them.", numeric=True))
         self.declare_parameter("servo_feed_forward", True, _descriptor(
             "Whether position, velocity and trajectory servos add the computed-torque feed-forward to their "
-            "PD law (they then follow their references exactly within the effort limits); false: plain PD."))
+            "PD law (they then follow their references exactly within the effort limits); false: plain PD. Not "
+            "set: off for a robot with contacts (it would cancel the ground's push at the joints)."))
         self.declare_parameter("allow_partial_joints_goal", False, _descriptor(
             "Accept ~/joint_trajectory messages that leave out joints (as joint_trajectory_controller's "
             "parameter); those joints keep what they follow."))
@@ -318,6 +326,7 @@ class SimulationNode(Node):
         self.start_paused = self.get_parameter("start_paused").value is True
         self.strict = self.get_parameter("strict").value is True
         self.floating_base = self.get_parameter("floating_base").value is True
+        self.ground = self.get_parameter("ground").value is True
         try:
             self.xacro_args = parse_xacro_args(self._string("xacro_args", allow_empty=True))
         except ValueError as err:  # "xacro_args ...: <problem>"
@@ -332,7 +341,8 @@ class SimulationNode(Node):
         self.record_file = self._string("record_file", allow_empty=True)
         self.allow_partial = self.get_parameter("allow_partial_joints_goal").value is True
         self.servo_frequency = self._number("servo_frequency", lambda v: 0 < v <= 1e4, "must be in (0, 10000] Hz")
-        self.servo_feed_forward = self.get_parameter("servo_feed_forward").value is not False
+        given = "servo_feed_forward" in getattr(self, "_parameter_overrides", {"servo_feed_forward": None})
+        self.servo_feed_forward = (self.get_parameter("servo_feed_forward").value is not False) if given else None
 
     def _bounded(self, name: str) -> float:
         """The value of a parameter of PARAMETER_BOUNDS (also before it could be declared)."""
@@ -521,7 +531,7 @@ class SimulationNode(Node):
         (a xacro file's by its name, though the loader read its expansion)."""
         try:
             with self._warnings_logged(skip=RepairWarning):  # repairs: listed by _log_repairs
-                return load_urdf(source, strict=self.strict, floating_base=self.floating_base)
+                return load_urdf(source, strict=self.strict, floating_base=self.floating_base, ground=self.ground)
         except STARTUP_ERRORS as err:
             if isinstance(err, URDFError) and err.source == "<string>" and parameter == "urdf_file":
                 err = URDFError(str(robot_path(self.get_parameter("urdf_file").value)), err.element, err.problem)
@@ -555,10 +565,12 @@ class SimulationNode(Node):
 
     def _simulator_options(self) -> dict:
         """Simulator keyword arguments from parameters: ``default_effort_limit`` (0: none), the
-        ``initial_positions`` given (a recording's replay assembles the model the same way)."""
+        ``initial_positions`` given (a recording's replay assembles the model the same way), and how
+        the URDF was loaded (``floating_base``, ``ground``: a replay loads the recorded URDF so)."""
         limit = self._number("default_effort_limit", lambda v: v >= 0, "must be zero (no limit) or positive")
         return {"default_effort_limit": limit or None, "servo_frequency": self.servo_frequency,
-                "servo_feed_forward": self.servo_feed_forward, "initial_positions": dict(self._initial_positions)}
+                "servo_feed_forward": self.servo_feed_forward, "initial_positions": dict(self._initial_positions),
+                "floating_base": self.floating_base, "ground": self.ground}
 
     def _declare_servo_gains(self) -> None:
         """Declare ``gains.<joint>.p`` and ``.d`` for every servoed joint (defaults: the servo's) and
@@ -645,6 +657,39 @@ class SimulationNode(Node):
             frames[ROBOT_WORLD_LINK] = self.world_frame
         return loop_wrenches(self.robot.loop_joints, constraint_wrench_topics(loops), frames)
 
+    def _contact_topics(self) -> ContactTopics | None:
+        """The contact wrench and marker publishers (:mod:`mb_sim.ros.contacts`), robots with
+        ``<ground>`` only."""
+        if not self.sim.model.contact_names:
+            return None
+        frames = {edge.child_link: edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}
+        links = self.sim.outputs(dynamics=False).contact_wrenches
+        try:
+            return ContactTopics(self, links, frames, self.world_frame, self.sim.model.contact_names)
+        except ValueError as err:
+            raise StartupError(f"robot '{self.robot.name}': {err}") from None
+
+    def _imu_topics(self) -> ImuTopics | None:
+        """The IMU publishers (:mod:`mb_sim.ros.imus`), robots with IMUs only."""
+        if not self.robot.imus:
+            return None
+        frames = {edge.child_link: edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}
+        frames.setdefault(self.robot.root_link.name, self.world_frame)
+        try:
+            return ImuTopics(self, self.robot.imus, frames)
+        except (ValueError, KeyError) as err:
+            raise StartupError(f"robot '{self.robot.name}': IMUs: {err}") from None
+
+    def _publish_imus(self) -> None:
+        """The IMUs' readings (forward dynamics: only while someone subscribes)."""
+        try:
+            readings = self.sim.imus()
+        except FactorizationError as err:
+            self.get_logger().warning(f"no IMU readings at sim time {self.sim.time:.6g} s: the forward dynamics "
+                                      f"failed ({err})", throttle_duration_sec=WARNING_THROTTLE)
+            return
+        self._imus.publish(readings, stamp(self.sim.time))
+
     def _log_start(self) -> None:
         log = self.get_logger()
         actuated = self.sim.actuated_joints
@@ -655,7 +700,7 @@ class SimulationNode(Node):
         if self.sim.servos.joints:
             log.info(f"~/joint_commands takes position, velocity and/or effort per joint, ~/joint_trajectory "
                      f"trajectories, for [{', '.join(self.sim.servos.joints)}] (servos at every physics step, "
-                     f"gains.<joint>.p/.d, feed-forward {'on' if self.servo_feed_forward else 'off'})")
+                     f"gains.<joint>.p/.d, feed-forward {'on' if self.sim.servos.feed_forward else 'off'})")
         if self.lockstep:
             log.info("lockstep: each command advances one publish period; the simulation waits otherwise")
         self._log_ros2_control()
@@ -680,6 +725,10 @@ class SimulationNode(Node):
             log.info(f"spring-dampers [{', '.join(self.robot.spring_dampers)}] on {SPRINGS_TOPIC} "
                      f"(visualization_msgs/MarkerArray, frame {self.world_frame}; fully red/blue from "
                      f"{self.spring_force_scale:g} N of tension/compression)")
+        if self._contacts is not None:
+            log.info(self._contacts.description())
+        if self._imus is not None:
+            log.info(self._imus.description())
         if abs(self.period_steps * self.dt * self.publish_rate - 1.0) > 1e-6:
             log.warning(f"1/publish_rate is not a multiple of physics_dt: a publish period of sim time is "
                         f"{self.period_steps} steps ({self.period_steps * self.dt:g} s)")
@@ -1005,7 +1054,8 @@ class SimulationNode(Node):
         nobody subscribes to is not computed (what lets a headless run go faster)."""
         wrenches = any(_listened(pub) for pub in self._wrench_pubs)
         out = (self._state_outputs(wrenches) if wrenches or _listened(self._springs_pub)
-               or _listened(self._motor_states_pub) else None)
+               or _listened(self._motor_states_pub) or (self._contacts is not None and self._contacts.listened())
+               else None)
         recording = self._session.recording is not None
         state = self._messages.render(
             evaluated=out is not None,
@@ -1023,6 +1073,8 @@ class SimulationNode(Node):
             self._odom_pub.publish(message)
         if out is not None:
             self._publish_extras(out)
+        if self._imus is not None and self._imus.listened():
+            self._publish_imus()
         if self._clock_pub is not None:
             self._clock_pub.publish(state.clock)
         self._last_clock = time.monotonic()
@@ -1044,6 +1096,8 @@ class SimulationNode(Node):
             self._springs_pub.publish(spring_markers(out.springs, self.world_frame, now, self.spring_force_scale))
         if _listened(self._motor_states_pub):
             self._motor_states_pub.publish(motor_states_message(out.motors))
+        if self._contacts is not None:
+            self._contacts.publish(out, now)
 
     def _publish_diagnostics(self) -> None:
         now = time.monotonic()
