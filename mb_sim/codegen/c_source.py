@@ -161,7 +161,13 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
     names[program.arguments["t"][0]] = "t"
     names.update((s, f"v{i}") for i, (s, _) in enumerate(program.assignments))
     printer = _Printer(names)
-    body = [line for run in _guarded_runs(program.assignments) for line in _assignments(run, names, printer)]
+    runs = _guarded_runs(program.assignments)
+    needed, later = [], set().union(*(e.free_symbols for e in program.outputs))
+    for run in reversed(runs):  # what each run must leave defined: what comes after it reads
+        needed.append(set(later))
+        for _, e in run:
+            later |= e.free_symbols
+    body = [line for run, after in zip(runs, reversed(needed)) for line in _assignments(run, names, printer, after)]
     body += [f"    out[{k}] = {printer.doprint(e)};" for k, e in zip(indices, program.outputs)]
     return "\n".join([
         f"/* {doc} */", f"void {name}({_SIGNATURE}, double *out)", "{",
@@ -189,15 +195,20 @@ def _guarded_runs(assignments: list) -> list[list]:
     return runs
 
 
-def _assignments(run: list, names: dict, printer: "_Printer") -> list[str]:
-    """C lines for one run of :func:`_guarded_runs`."""
+def _assignments(run: list, names: dict, printer: "_Printer", after: set) -> list[str]:
+    """C lines for one run of :func:`_guarded_runs`; `after` holds the symbols read after the run:
+    only those are declared outside its ``if`` (and zeroed where the guard fails), the others are
+    the block's own."""
     guard = _guard(run[0][1])
     if len(run) == 1 or guard is None:
         return [f"    const double {names[s]} = {printer.doprint(e)};" for s, e in run]
-    locals_ = ", ".join(names[s] for s, _ in run)
-    inside = [f"        {names[s]} = {printer.doprint(e.args[0].expr)};" for s, e in run]
-    outside = " ".join(f"{names[s]} = 0;" for s, _ in run)
-    return [f"    double {locals_};", f"    if ({printer.doprint(guard)}) {{", *inside,
+    kept = [s for s, _ in run if s in after]
+    inside = [f"        {'' if s in after else 'const double '}{names[s]} = {printer.doprint(e.args[0].expr)};"
+              for s, e in run]
+    if not kept:
+        return [f"    if ({printer.doprint(guard)}) {{", *inside, "    }"]
+    outside = " ".join(f"{names[s]} = 0;" for s in kept)
+    return [f"    double {', '.join(names[s] for s in kept)};", f"    if ({printer.doprint(guard)}) {{", *inside,
             f"    }} else {{ {outside} }}"]
 
 

@@ -19,12 +19,12 @@ targets), a cylinder's rims, and two capsules crossing between their ends.
 from __future__ import annotations
 
 import numpy as np
-from sympy import Float, Matrix, Max, Min, Piecewise, S, sqrt
+from sympy import Float, Matrix, Max, Min, sqrt
 from sympy.physics.mechanics import System
 
 from mb_sim.model.base import ConnectionBase
 from mb_sim.model.contact import (
-    ContactFeature, bounding_sphere, contact_features, contact_force, contact_parameters, default_parameters,
+    ContactFeature, _guard, bounding_sphere, contact_features, contact_force, contact_parameters, default_parameters,
 )
 from mb_sim.urdf import CollisionDescription, ContactPairDescription
 
@@ -86,10 +86,7 @@ class BodyContact(ConnectionBase):
             gap = (p1 + R1 * Matrix(c1)) - (p2 + R2 * Matrix(c2))
             clearance = temps.scalar(_dot(gap, gap) - Float(r1 + r2) ** 2,
                                      f"bounding spheres of {label}: squared distance less squared reach")
-            near = clearance < 0
-
-            def guarded(expr: Matrix, meaning: str) -> Matrix:
-                return temps.matrix(expr.applyfunc(lambda e: Piecewise((e, near), (S.Zero, True))), meaning)
+            guarded = _guard(clearance < 0, temps)
 
             P = guarded(p1 + R1 * Matrix(feature.centre), f"centre of {label} (world)")
             C, radius = self._target_centre(target, R2, p2, P, guarded, label)
@@ -98,10 +95,14 @@ class BodyContact(ConnectionBase):
                                f"centre distance of {label}")[0]
             n = guarded(offset / distance, f"contact normal of {label} (world)")
             x = guarded(P - Float(feature.radius) * n, f"contact point of {label} (world)")
-            d = Float(feature.radius + radius) - distance
-            relative = guarded(v1 + _cross(w1, x - p1) - v2 - _cross(w2, x - p2),
-                               f"relative velocity at the contact point of {label} (world)")
-            rate, f_n, f = contact_force(self, n, d, relative, guarded, label)
+            d = guarded(Matrix([Float(feature.radius + radius) - distance]), f"penetration of {label}")[0]
+            touching = _guard(d > 0, temps)
+            arms = [touching(R.T * (x - p), f"contact point of {label} from {side}'s origin (link axes)")
+                    for R, p, side in ((R1, p1, shape.link), (R2, p2, target.link))]
+            speeds = [touching(R * (v + _cross(w, arm)), f"velocity of the contact point on {side} (world)")
+                      for R, v, w, arm, side in ((R1, v1, w1, arms[0], shape.link), (R2, v2, w2, arms[1], target.link))]
+            relative = touching(speeds[0] - speeds[1], f"relative velocity at the contact point of {label} (world)")
+            rate, f_n, f = contact_force(self, n, d, relative, touching, label)
             torque = _cross(x - reference, f)
             loads += [(shape.link, f, torque), (target.link, -f, -torque)]
             self.rows.append(Matrix([[*x, *n, d, rate, f_n, *f]]))

@@ -119,7 +119,7 @@ class GroundContact(ConnectionBase):
         """``(link, force, torque about reference)`` (world components) of every shape.
 
         `link_state(name)` gives a link's world rotation R, origin position p, origin velocity and
-        angular velocity (world components); `temps` names intermediate quantities (``scalar``,
+        angular velocity (link components); `temps` names intermediate quantities (``scalar``,
         ``matrix``).  Every quantity of a shape is guarded by one test of its bounding sphere, so
         the generated code skips a shape far from the plane (and its quantities read zero there).
         Sets ``rows``: per feature its ``contact_states`` row.
@@ -131,18 +131,19 @@ class GroundContact(ConnectionBase):
             label = shape.label
             clearance = temps.scalar(self._dot(self.normal, p + R * Matrix(centre)) - self.height - Float(radius),
                                      f"clearance of the bounding sphere of {label} from ground '{self.name}'")
-            near = clearance < 0
-
-            def guarded(expr: Matrix, meaning: str) -> Matrix:
-                return temps.matrix(expr.applyfunc(lambda e: Piecewise((e, near), (S.Zero, True))), meaning)
-
-            force, torque = Matrix([0, 0, 0]), Matrix([0, 0, 0])
+            guarded = _guard(clearance < 0, temps)
+            level = guarded(Matrix([self._dot(self.normal, p) - self.height]),
+                            f"height of the origin of {shape.link} above ground '{self.name}'")[0]
+            down = guarded(R.T * self.normal, f"normal of ground '{self.name}' in {shape.link}'s axes")
+            force, moment = Matrix([0, 0, 0]), Matrix([0, 0, 0])  # moment about the link's origin
             for feature in features:
-                x, d, rate, f_n, f = self._feature_force(feature, R, p, v, w, guarded, f"{label} {feature.name}")
+                x, d, rate, f_n, f, m = self._feature_force(feature, (R, p, v, w), (level, down), guarded,
+                                                            f"{label} {feature.name}")
                 force += f
-                torque += _cross(x - reference, f)
+                moment += m
                 exact_x, exact_d = self._contact_point(feature, R, p)
                 self.rows.append(Matrix([[*exact_x, *self.normal, exact_d, rate, f_n, *f]]))
+            torque = moment + _cross(p - reference, force)
             loads.append((shape.link, guarded(force, f"contact force on {label}"),
                           guarded(torque, f"contact torque on {label} about the reference point")))
         return loads
@@ -160,17 +161,34 @@ class GroundContact(ConnectionBase):
             x = centre - Float(feature.radius) * t / Piecewise((tilt, tilt > RIM_TILT), (Float(RIM_TILT), True))
         return x, self.height - self._dot(n, x)
 
-    def _feature_force(self, feature: ContactFeature, R: Matrix, p: Matrix, v: Matrix, w: Matrix, guarded,
-                       label: str) -> tuple[Matrix, Expr, Expr, Expr, Matrix]:
-        """Contact point, penetration, its rate, normal force and force vector of one feature (each
-        a guarded temporary)."""
-        n = self.normal
-        x, d = self._contact_point(feature, R, p)
-        x = guarded(x, f"contact point of {label} (world)")
-        velocity = guarded(v + _cross(w, x - p), f"velocity of the contact point of {label} (world)")
-        d = guarded(Matrix([self.height - self._dot(n, x)]), f"penetration of {label}")[0]
-        rate, f_n, f = contact_force(self, n, d, velocity, guarded, label)
-        return x, d, rate, f_n, f
+    def _feature_force(self, feature: ContactFeature, link: tuple, plane: tuple, guarded,
+                       label: str) -> tuple[Matrix, Expr, Expr, Expr, Matrix, Matrix]:
+        """Contact point, penetration, its rate, normal force, force vector and its moment about the
+        link's origin (world axes) of one feature.
+
+        `link` is the link's (R, p, v, w), `plane` the shape's guarded height of the link origin
+        above the plane and the normal in link axes.  A sphere's penetration is
+        ``r - level - down . c`` (three products), guarded by the shape's test; everything else
+        only where it touches, so a feature near the plane that does not touch costs that and a
+        comparison."""
+        n, (R, p, v, w), (level, down) = self.normal, link, plane
+        if feature.axis is None:
+            c, r = Matrix(feature.centre), Float(feature.radius)
+            d = guarded(Matrix([r - level - self._dot(down, c)]), f"penetration of {label}")[0]
+            touching = _guard(d > 0, guarded.temps)
+            arm = touching(c - r * down if feature.radius else c, f"contact point of {label} in its link (link axes)")
+            x = p + touching(R * arm, f"contact point of {label} from its link's origin (world)")
+        else:
+            x, d = self._contact_point(feature, R, p)
+            x = guarded(x, f"contact point of {label} (world)")
+            d = guarded(Matrix([self.height - self._dot(n, x)]), f"penetration of {label}")[0]
+            touching = _guard(d > 0, guarded.temps)
+            arm = touching(R.T * (x - p), f"contact point of {label} from its link's origin (link axes)")
+        local = touching(v + _cross(w, arm), f"velocity of the contact point of {label} (link axes)")
+        velocity = touching(R * local, f"velocity of the contact point of {label} (world)")
+        rate, f_n, f = contact_force(self, n, d, velocity, touching, label)
+        moment = touching(_cross(x - p, f), f"moment of the contact force of {label} about its link's origin")
+        return x, d, rate, f_n, f, moment
 
     @staticmethod
     def _dot(a: Matrix, b: Matrix) -> Expr:
@@ -203,6 +221,16 @@ def contact_parameters(component, values: dict, owner: str) -> None:
     for key, attribute, meaning in meanings:
         setattr(component, attribute, parameter(component, key, values[key], f"{owner}: {meaning}",
                                                 component._descriptions, keep_zero=True))
+
+
+def _guard(condition, temps):
+    """``guarded(expr, meaning)``: `expr` (a Matrix) as temporaries computed only where `condition`
+    holds, zero elsewhere (the generated C puts a run of them under one ``if``)."""
+    def guarded(expr: Matrix, meaning: str) -> Matrix:
+        return temps.matrix(expr.applyfunc(lambda e: Piecewise((e, condition), (S.Zero, True))), meaning)
+
+    guarded.temps = temps
+    return guarded
 
 
 def _dot(a: Matrix, b: Matrix) -> Expr:

@@ -188,16 +188,13 @@ class _Composite:
     def kinematic_loads(self) -> None:
         """Loads written in terms of the links' kinematics (contacts): each component's
         ``kinematic_loads(link_state, reference)`` gives ``(link, force, torque about the reference
-        point)`` in world components, added to the body the link is part of."""
-        states: dict[str, tuple[Matrix, ...]] = {}
+        point)`` in world components, added to the body the link is part of.  ``link_state(name)``
+        gives the link's world rotation and origin, and its origin velocity and angular velocity in
+        link components (rotated to the world only where a contact needs them)."""
 
         def link_state(name: str) -> tuple[Matrix, ...]:
-            if name not in states:
-                kin, t = self.rec.links[name], self.temps
-                states[name] = (kin.rotation, kin.position,
-                                t.matrix(kin.rotation * kin.velocity, f"velocity of {name} origin (world)"),
-                                t.matrix(kin.rotation * kin.angular_velocity, f"angular velocity of {name} (world)"))
-            return states[name]
+            kin = self.rec.links[name]
+            return kin.rotation, kin.position, kin.velocity, kin.angular_velocity
 
         for component in self.robot.walk():
             hook = getattr(component, "kinematic_loads", None)
