@@ -23,13 +23,16 @@ test-slow: setup
 # Benchmarks: MuJoCo (bench/requirements.txt) is installed here only, not by set-up (tests and CI do not
 # need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".  Then
 # the node's throughput (bench_node.py) into bench/results/node.json and node.md; NODE_BENCH_ARGS defaults
-# to BENCH_ARGS's --quick.
+# to BENCH_ARGS's --quick.  Then the ground contact's step cost (bench_contact.py: Go1, Solo12 standing vs
+# mid-air vs MuJoCo) into bench/results/contact.json and contact.md.
 NODE_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
 
 bench: setup
 	@$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
 	@$(PY) -W ignore bench/bench_dynamics.py $(BENCH_ARGS)
 	@$(PY) -W ignore bench/bench_node.py --json bench/results/node.json --markdown bench/results/node.md \
+		$(NODE_BENCH_ARGS)
+	@$(PY) -W ignore bench/bench_contact.py --json bench/results/contact.json --markdown bench/results/contact.md \
 		$(NODE_BENCH_ARGS)
 
 # The same plus the n-link chain sweep and its scaling plots (bench/results/scaling_*.png).
