@@ -157,12 +157,12 @@ def _info(args: argparse.Namespace) -> int:
     if constraints.dependent_coordinates:
         names = [symbol_name(system.q[k]) for k in constraints.dependent_coordinates]
         print(f"Dependent coordinates (solved from the others): {', '.join(names)}")
-    for line in _contact_report(robot, args):
+    for line in _contact_report(robot):
         print(line)
     return 0
 
 
-def _contact_report(robot: Robot, args: argparse.Namespace) -> list[str]:
+def _contact_report(robot: Robot) -> list[str]:
     """For a robot with a ground: the plane and its contact parameters with their values, every
     ``<collision>`` a contact uses (link, index, shape, size, contact points) and every one skipped
     with the reason (so a foot that never touches the ground can be told from one not read)."""
@@ -185,7 +185,7 @@ def _contact_report(robot: Robot, args: argparse.Namespace) -> list[str]:
         for shape, features in shapes:
             lines.append(f"    {shape.label}: {_shape_size(shape)}: {len(features)} contact point(s)")
     if robot.grounds:
-        skipped = _skipped_collisions(args)
+        skipped = robot.skipped_collisions
         lines.append(f"  Collision shapes skipped ({len(skipped)}){':' if skipped else ''}")
         lines += [f"    link '{s.link}' <collision {s.index}>: {s.reason}" for s in skipped]
     return lines
@@ -201,19 +201,6 @@ def _shape_size(shape) -> str:
     if shape.shape in ("cylinder", "capsule"):
         return f"{shape.shape} radius {size[0]:g} m length {size[1]:g} m"
     return f"mesh {shape.filename} scale {size[0]:g} {size[1]:g} {size[2]:g}"
-
-
-def _skipped_collisions(args: argparse.Namespace) -> list:
-    """The ``<collision>`` elements no contact uses, with the reason (read again from the URDF:
-    the model keeps only the shapes it uses)."""
-    from mb_sim.resources import robot_path
-    from mb_sim.urdf import parse_urdf
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # already shown when the robot was loaded
-        description = parse_urdf(robot_path(args.robot), strict=args.strict, floating_base=args.floating_base,
-                                 xacro_args=_xacro_args(args.xacro_args), ground=args.ground)
-    return list(description.skipped_collisions)
 
 
 @_user_errors

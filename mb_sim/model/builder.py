@@ -76,6 +76,7 @@ def build_robot(description: RobotDescription) -> Robot:
     robot = Robot(description.name, links, joints, description.root, _extension_connections(description))
     robot.source = description.source
     robot.repairs = list(description.repairs)
+    robot.skipped_collisions = list(description.skipped_collisions)
     robot.imus = list(description.extensions.imus)
     robot.add_load_group(Gravity("gravity", description.gravity))
     motors = {motor.joint: motor for motor in description.extensions.dc_motors}

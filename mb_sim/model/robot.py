@@ -37,6 +37,8 @@ class Robot(ModelBase):
         #: What the URDF loader repaired or accepted instead of refusing (mb_sim.urdf.Repair: element,
         #: name, problem, action; ``str()`` is one line); empty for a strict load.
         self.repairs: list = []
+        #: The URDF's <collision> elements no contact uses, with the reason (mb_sim.urdf.SkippedCollision).
+        self.skipped_collisions: list = []
         #: The IMUs (mb_sim.urdf.IMUDescription: name, link, mounting): outputs, not loads.
         self.imus: list = []
         if root not in self._links:

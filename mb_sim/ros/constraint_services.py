@@ -30,15 +30,22 @@ def constraint_service_names(constraints: list[str]) -> dict[str, str]:
     Raises ValueError when two constraints map to the same service (names differing only in
     characters ROS does not allow).
     """
-    services: dict[str, str] = {}
-    for name in constraints:
-        service = CONSTRAINT_SERVICE.format(name_token(name))
-        clash = next((other for other, taken in services.items() if taken == service), None)
+    return token_names(constraints, CONSTRAINT_SERVICE, "constraints", "service")
+
+
+def token_names(names, pattern: str, kind: str, what: str) -> dict[str, str]:
+    """``pattern.format(name_token(name))`` for each of `names` (the ROS name of a topic or service
+    per constraint, link, IMU...), by name; ValueError naming both when two map to one (names
+    differing only in characters ROS does not allow)."""
+    found: dict[str, str] = {}
+    for name in names:
+        ros_name = pattern.format(name_token(name))
+        clash = next((other for other, taken in found.items() if taken == ros_name), None)
         if clash is not None:
-            raise ValueError(f"constraints {clash!r} and {name!r} would share the service {service}; "
+            raise ValueError(f"{kind} {clash!r} and {name!r} would share the {what} {ros_name}; "
                              "rename one of them in the URDF")
-        services[name] = service
-    return services
+        found[name] = ros_name
+    return found
 
 
 def constraint_wrench_topics(constraints: list[str]) -> dict[str, str]:

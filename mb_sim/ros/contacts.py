@@ -24,7 +24,7 @@ from geometry_msgs.msg import Point, WrenchStamped
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from mb_sim.ros.constraint_services import name_token
+from mb_sim.ros.constraint_services import token_names
 from mb_sim.ros.conversions import wrench_stamped
 
 __all__ = ["CONTACT_WRENCH_TOPIC", "CONTACT_MARKERS_TOPIC", "NAMESPACE", "FORCE_SCALE", "ContactTopics",
@@ -47,15 +47,7 @@ COLOR = (1.0, 0.5, 0.0, 1.0)
 def contact_wrench_topics(links: Iterable[str]) -> dict[str, str]:
     """The wrench topic of each contact link, by link name; ValueError when two links map to one
     topic (names differing only in characters ROS does not allow)."""
-    topics: dict[str, str] = {}
-    for link in links:
-        topic = CONTACT_WRENCH_TOPIC.format(name_token(link))
-        clash = next((other for other, taken in topics.items() if taken == topic), None)
-        if clash is not None:
-            raise ValueError(f"links {clash!r} and {link!r} would share the contact topic {topic}; "
-                             "rename one of them in the URDF")
-        topics[link] = topic
-    return topics
+    return token_names(links, CONTACT_WRENCH_TOPIC, "links", "contact topic")
 
 
 def wrench_in_link_frame(force: np.ndarray, torque: np.ndarray, pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

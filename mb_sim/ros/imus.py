@@ -15,7 +15,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from sensor_msgs.msg import Imu
 
-from mb_sim.ros.constraint_services import name_token
+from mb_sim.ros.constraint_services import token_names
 from mb_sim.urdf.rotations import rpy_to_matrix
 
 __all__ = ["IMU_TOPIC", "ImuTopics", "imu_message"]
@@ -69,13 +69,7 @@ class ImuTopics:
     of each link."""
 
     def __init__(self, node, imus: list, frames: Mapping[str, str]) -> None:
-        self.topics: dict[str, str] = {}
-        for imu in imus:
-            topic = IMU_TOPIC.format(name_token(imu.name))
-            clash = next((other for other, taken in self.topics.items() if taken == topic), None)
-            if clash is not None:
-                raise ValueError(f"IMUs {clash!r} and {imu.name!r} would share the topic {topic}; rename one")
-            self.topics[imu.name] = topic
+        self.topics = token_names([imu.name for imu in imus], IMU_TOPIC, "IMUs", "topic")
         self.frames = {imu.name: frames[imu.link] for imu in imus}
         self.mountings = {imu.name: rpy_to_matrix(np.asarray(imu.rpy, dtype=float)) for imu in imus}
         self._pubs = {name: node.create_publisher(Imu, topic, 10) for name, topic in self.topics.items()}
