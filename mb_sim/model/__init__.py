@@ -11,6 +11,7 @@ from mb_sim.model.base import (
 )
 from mb_sim.model.builder import build_robot, load_urdf
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
+from mb_sim.model.body_contact import BodyContact
 from mb_sim.model.contact import CONTACT_STATE, GroundContact
 from mb_sim.model.force_laws import SpringForceLaw, force_law, register_force_law, registered_force_laws
 from mb_sim.model.joints import (
@@ -26,7 +27,7 @@ from mb_sim.model.springs import SPRING_STATE, SpringDamper
 from mb_sim.model.wheels import RollingWheel
 
 __all__ = [
-    "AuxiliaryDataHandler", "CONTACT_STATE", "GroundContact", "DCMotor", "MOTOR_STATE", "RollingWheel", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
+    "AuxiliaryDataHandler", "BodyContact", "CONTACT_STATE", "GroundContact", "DCMotor", "MOTOR_STATE", "RollingWheel", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
     "ConstraintRow", "CoordinateConstraint", "INPUT_KINDS", "Input", "FixedJoint", "FloatingJoint", "Gravity", "JointBase",
     "JointDissipation", "JointEffort", "JointLimitStop", "JointSpring", "LoadGroupBase", "LoopJoint", "ModelBase",
     "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint", "RigidLink", "Robot", "SPRING_STATE",

@@ -32,7 +32,7 @@ from mb_sim.model.parameters import parameter
 from mb_sim.urdf import CollisionDescription, GroundDescription
 from mb_sim.urdf.contact_geometry import ContactFeature, bounding_sphere, contact_features
 
-__all__ = ["CONTACT_STATE", "ContactFeature", "GroundContact", "RIM_TILT", "contact_features",
+__all__ = ["CONTACT_STATE", "ContactFeature", "GroundContact", "contact_energy", "RIM_TILT", "contact_features",
            "default_parameters"]
 
 #: Columns of a contact feature's row in the ``contact_states`` output (world axes, SI units).
@@ -197,6 +197,14 @@ class GroundContact(ConnectionBase):
     def signature(self) -> str:
         """What the derivation reads besides the parameters: the plane's normal and the features."""
         return repr((self.name, tuple(self.normal), [(f.name, f.centre, f.radius, f.axis) for f in self.features]))
+
+
+def contact_energy(law, penetrations: list[Expr]) -> Expr:
+    """The elastic energy stored at these penetrations, ``k d^(p+1) / (p+1)`` each where ``d > 0``
+    (the damping and friction only dissipate): part of the model's potential energy, so the
+    runaway watch judges robots with contacts too."""
+    return sum((Piecewise((law.k * d ** (law.p + 1) / (law.p + 1), d > 0), (S.Zero, True)) for d in penetrations),
+               S.Zero)
 
 
 def contact_force(law, n: Matrix, d: Expr, velocity: Matrix, guarded, label: str) -> tuple[Expr, Expr, Matrix]:

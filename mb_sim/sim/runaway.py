@@ -26,8 +26,8 @@ watch does not know, e.g. a user's load group) the robot's energy cannot rise:
 
     E = T + V + sum over stops of k d^2 / 2 + sum over motors of (n^2 J u^2 + L i^2) / 2
 
-with T the kinetic energy of the links, V the potential energy of gravity, joint springs and
-spring-dampers (the model's ``potential_energy``), d how far a joint is beyond its limit (its
+with T the kinetic energy of the links, V the potential energy of gravity, joint springs,
+spring-dampers and contacts' elastic energy (the model's ``potential_energy``), d how far a joint is beyond its limit (its
 stop's one-sided spring), J a motor's rotor inertia reflected through its gear n and L i^2 / 2
 its inductor's energy.  Every other load dissipates (damping, friction, a stop's damper, a motor's
 resistance) and the constraints do no work.  ``E`` is measured when the watch (re)starts: on
@@ -49,7 +49,7 @@ import numpy as np
 
 from mb_sim.codegen import NumericModel
 from mb_sim.model import (
-    DCMotor, FixedJoint, FloatingJoint, Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring,
+    BodyContact, DCMotor, FixedJoint, FloatingJoint, GroundContact, Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring,
     LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink, Robot, RollingWheel, SpringDamper,
     CoordinateConstraint, symbol_name,
 )
@@ -78,7 +78,7 @@ ENERGY_CHECK_STEPS = 100
 #: dissipative, ideal constraints, or fed through the inputs it looks at.
 _KNOWN_COMPONENTS = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint,
                      Gravity, JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper,
-                     LoopJoint, CoordinateConstraint, RollingWheel)
+                     LoopJoint, CoordinateConstraint, RollingWheel, GroundContact, BodyContact)
 
 
 @dataclass(frozen=True)

@@ -313,9 +313,9 @@ def _contact_pair(raw: ET.Element, source: str) -> ContactPairDescription:
                                   e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
 
 
-_READERS = {"imu": _imu, "contact_pair": _contact_pair, "loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
+_READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
             "spring_damper": _spring_damper, "joint_spring": _joint_spring, "dc_motor": _dc_motor,
-            "rolling_wheel": _rolling_wheel}
+            "rolling_wheel": _rolling_wheel, "contact_pair": _contact_pair, "imu": _imu}
 
 
 def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
