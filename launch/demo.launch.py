@@ -48,9 +48,7 @@ CONTROLLER = "mb_sim_demo_controller"
 def _controller(context) -> list:
     """The demo controller, in the simulation's namespace, with its parameters file."""
     controller = launch_arguments.helper_node(context.launch_configurations, CONTROLLER)
-    return [Node(package="mb_sim", executable=CONTROLLER, name=CONTROLLER, namespace=controller.namespace,
-                 output="screen", parameters=controller.parameters,  # use_sim_time: true by default
-                 ros_arguments=controller.ros_arguments)]
+    return [Node(**controller.options(CONTROLLER, CONTROLLER))]
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -64,18 +64,11 @@ def _nodes(context, rviz_config) -> list:
     simulation = launch_arguments.simulation_node(configurations, FIXED)
     controller = launch_arguments.helper_node(configurations, CONTROLLER)
     nodes = [
-        Node(package="mb_sim", executable="mb_sim_node", name="mb_sim", namespace=simulation.namespace,
-             output="screen", parameters=simulation.parameters, ros_arguments=simulation.ros_arguments),
-        Node(package="mb_sim", executable=CONTROLLER, name=CONTROLLER, namespace=controller.namespace,
-             output="screen", parameters=controller.parameters,  # use_sim_time: true by default
-             ros_arguments=controller.ros_arguments),
+        Node(**simulation.options("mb_sim_node", launch_arguments.SIMULATION_NODE)),
+        Node(**controller.options(CONTROLLER, CONTROLLER)),
     ]
     if rviz:
-        nodes.append(Node(
-            package="rviz2", executable="rviz2", name="rviz2", output="screen", arguments=["-d", rviz_config],
-            # TF is stamped with sim time: RViz must look it up on /clock.
-            parameters=[{"use_sim_time": launch_arguments.flag(configurations, "use_sim_time", True)}],
-            remappings=launch_arguments.namespaced_remappings(configurations, RVIZ_TOPICS)))
+        nodes.append(Node(**launch_arguments.rviz_node(configurations, rviz_config, RVIZ_TOPICS)))
     return nodes
 
 

@@ -8,7 +8,8 @@ giving the twelve leg joints a position interface whose initial_value is the sta
 2 cm, settles within a second and stands (base about 0.29 m up): no controller is needed.  Send
 other positions on ~/joint_commands (sensor_msgs/JointState) or through ros2_control's
 JointStateTopicSystem (/robot_joint_commands).  RViz (rviz:=true) shows the contact forces as arrows
-(~/contact_markers); each foot's contact wrench is on ~/contacts/<foot link>.
+(~/contact_markers); each foot's contact wrench is on ~/contacts/<foot link>, and the IMU of Go1's
+imu_link (on the trunk) on ~/imu/imu (sensor_msgs/Imu).
 
 Fixed here (not arguments): the robot source (robot_description; robot, urdf_file,
 robot_description_topic, xacro_args, initial_positions and floating_base are not offered: the
@@ -52,11 +53,11 @@ from mb_sim.urdf.meshes import mesh_search_paths
 ARGUMENTS = ("namespace", "use_sim_time", "start_paused", "publish_rate", "physics_dt", "real_time_factor",
              "lockstep", "strict", "log_level", "params_file", "rviz")
 GO1 = "robots/go1_description/urdf/go1.urdf"
-#: Go1's stance [rad]; servo frequency [Hz]; the ground (default parameters).
+#: Go1's stance [rad]; servo frequency [Hz]; the ground (default parameters) and an IMU on imu_link.
 STANCE = {f"{leg}_{part}_joint": angle for leg in ("FR", "FL", "RR", "RL")
           for part, angle in (("hip", 0.0), ("thigh", 0.85), ("calf", -1.7))}
 SERVO_FREQUENCY = 30.0
-GROUND = '<mb_sim><ground/></mb_sim>'
+GROUND = '<mb_sim><ground/><imu name="imu" link="imu_link"/></mb_sim>'
 RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs", "/mb_sim/contact_markers")
 
 
@@ -109,13 +110,9 @@ def _nodes(context, rviz_config) -> list:
     configurations = context.launch_configurations
     rviz = launch_arguments.require_rviz(configurations)
     simulation = launch_arguments.simulation_node(configurations, _fixed(configurations))
-    nodes = [Node(package="mb_sim", executable="mb_sim_node", name="mb_sim", namespace=simulation.namespace,
-                  output="screen", parameters=simulation.parameters, ros_arguments=simulation.ros_arguments)]
+    nodes = [Node(**simulation.options("mb_sim_node", launch_arguments.SIMULATION_NODE))]
     if rviz:
-        nodes.append(Node(
-            package="rviz2", executable="rviz2", name="rviz2", output="screen", arguments=["-d", rviz_config],
-            parameters=[{"use_sim_time": launch_arguments.flag(configurations, "use_sim_time", True)}],
-            remappings=launch_arguments.namespaced_remappings(configurations, RVIZ_TOPICS)))
+        nodes.append(Node(**launch_arguments.rviz_node(configurations, rviz_config, RVIZ_TOPICS)))
     return nodes
 
 

@@ -75,13 +75,9 @@ def _nodes(context, rviz_config) -> list:
     configurations = context.launch_configurations
     rviz = launch_arguments.require_rviz(configurations)
     simulation = launch_arguments.simulation_node(configurations)
-    nodes = [Node(package="mb_sim", executable="mb_sim_node", name="mb_sim", namespace=simulation.namespace,
-                  output="screen", parameters=simulation.parameters, ros_arguments=simulation.ros_arguments)]
+    nodes = [Node(**simulation.options("mb_sim_node", launch_arguments.SIMULATION_NODE))]
     if rviz:
-        nodes.append(Node(
-            package="rviz2", executable="rviz2", name="rviz2", output="screen", arguments=["-d", rviz_config],
-            parameters=[{"use_sim_time": launch_arguments.flag(configurations, "use_sim_time", True)}],
-            remappings=launch_arguments.namespaced_remappings(configurations, RVIZ_TOPICS)))
+        nodes.append(Node(**launch_arguments.rviz_node(configurations, rviz_config, RVIZ_TOPICS)))
     if not _controller_manager_installed():
         return [*nodes, LogInfo(msg="ros2_control.launch.py: the controller_manager package is not installed: "
                                     "only the simulation runs (install ros-<distro>-ros2-control, "

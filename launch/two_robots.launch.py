@@ -88,11 +88,8 @@ def _robot(configurations, namespace: str, y: float, publish_clock: bool) -> lis
             arguments=["--x", "0", "--y", str(y), "--z", "0", "--roll", "0", "--pitch", "0", "--yaw", "0",
                        "--frame-id", "world", "--child-frame-id", f"{namespace}/world"],
         ),
-        Node(package="mb_sim", executable="mb_sim_node", name="mb_sim", namespace=simulation.namespace,
-             output="screen", parameters=simulation.parameters, ros_arguments=simulation.ros_arguments),
-        Node(package="mb_sim", executable=CONTROLLER, name=CONTROLLER, namespace=controller.namespace,
-             output="screen", parameters=controller.parameters,  # use_sim_time: true by default
-             ros_arguments=controller.ros_arguments),
+        Node(**simulation.options("mb_sim_node", launch_arguments.SIMULATION_NODE)),
+        Node(**controller.options(CONTROLLER, CONTROLLER)),
     ]
 
 
@@ -104,10 +101,7 @@ def _nodes(context, rviz_config) -> list:
     nodes = [node for namespace, y, publish_clock in ROBOTS
              for node in _robot(configurations, namespace, y, publish_clock)]
     if rviz:
-        nodes.append(Node(
-            package="rviz2", executable="rviz2", name="rviz2", output="screen", arguments=["-d", rviz_config],
-            # TF is stamped with sim time: RViz must look it up on /clock.
-            parameters=[{"use_sim_time": launch_arguments.flag(configurations, "use_sim_time", True)}]))
+        nodes.append(Node(**launch_arguments.rviz_node(configurations, rviz_config)))
     return nodes
 
 

@@ -23,7 +23,8 @@ import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 
 __all__ = ["ARGUMENTS", "LaunchArgumentError", "NodeLaunch", "declarations", "flag", "helper_node",
-           "initial_positions", "namespaced_remappings", "parameter_files", "require_rviz", "simulation_node"]
+           "initial_positions", "namespaced_remappings", "parameter_files", "require_rviz", "rviz_node",
+           "simulation_node"]
 
 #: Name of the simulation node (launch files start it as ``mb_sim``).
 SIMULATION_NODE = "mb_sim"
@@ -101,6 +102,14 @@ class NodeLaunch:
     parameters: list = field(default_factory=list)
     ros_arguments: list[str] = field(default_factory=list)
     remappings: list[tuple[str, str]] = field(default_factory=list)
+
+    def options(self, executable: str, name: str, package: str = "mb_sim") -> dict[str, Any]:
+        """The keyword arguments of launch_ros's ``Node`` for this node (output on the screen)."""
+        options = {"package": package, "executable": executable, "name": name, "namespace": self.namespace,
+                   "output": "screen", "parameters": self.parameters, "ros_arguments": self.ros_arguments}
+        if self.remappings:
+            options["remappings"] = self.remappings
+        return options
 
 
 def declarations(names: list[str] | tuple[str, ...], **defaults: Any) -> list[tuple[str, Any, str]]:
@@ -323,6 +332,19 @@ def helper_node(configurations: Mapping[str, str], node_name: str, params_file: 
     if given or overrides:
         parameters.append({**given, **(overrides or {})})
     return NodeLaunch(node_namespace, parameters, log_level(configurations))
+
+
+def rviz_node(configurations: Mapping[str, str], rviz_config: Any, topics: list[str] | tuple[str, ...] = ()
+              ) -> dict[str, Any]:
+    """The keyword arguments of launch_ros's ``Node`` for RViz with `rviz_config`: on sim time
+    unless use_sim_time is false (TF is stamped with sim time, so RViz must look it up on /clock),
+    the config's absolute `topics` remapped into the namespace."""
+    options = {"package": "rviz2", "executable": "rviz2", "name": "rviz2", "output": "screen",
+               "arguments": ["-d", rviz_config],
+               "parameters": [{"use_sim_time": flag(configurations, "use_sim_time", True)}]}
+    if topics:
+        options["remappings"] = namespaced_remappings(configurations, topics)
+    return options
 
 
 def namespaced_remappings(configurations: Mapping[str, str], topics: list[str] | tuple[str, ...]

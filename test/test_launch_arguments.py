@@ -34,6 +34,14 @@ def test_given_arguments_come_after_the_params_file_and_win(repo):
         "strict": False, "floating_base": True, "initial_positions.hinge": 0.5, "initial_positions.elbow": -1.0}
 
 
+def test_the_shipped_params_file_leaves_servo_feed_forward_to_the_robot(repo):
+    """Not set, the node turns the servos' feed-forward off for a robot with contacts (it would
+    cancel the ground's push at the joints): the params file every launch file loads must not set it."""
+    parameters = yaml.safe_load((repo / "config" / "mb_sim.yaml").read_text())["mb_sim"]["ros__parameters"]
+    assert "servo_feed_forward" not in parameters
+    assert "servo_frequency" in parameters  # (the file does hold the servo section)
+
+
 def test_a_launch_file_fixed_value_wins_over_everything():
     launch = simulation_node(_given(robot="arm6"), {"urdf_file": "diff_drive", "world_frame": "odom"})
     assert launch.parameters[-1]["urdf_file"] == "diff_drive" and launch.parameters[-1]["world_frame"] == "odom"
