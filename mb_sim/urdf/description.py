@@ -12,9 +12,10 @@ import numpy as np
 
 __all__ = [
     "COLLISION_SHAPES", "CollisionDescription", "ContactPairDescription", "GroundDescription", "IMUDescription", "SkippedCollision",
+    "ForceTorqueDescription",
     "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
     "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
-    "RobotDescription", "RollingWheelDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
+    "RobotDescription", "RollingWheelDescription", "SelfCollisionDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
     "STANDARD_GRAVITY", "WORLD_LINK",
 ]
 
@@ -207,6 +208,21 @@ class IMUDescription:
 
 
 @dataclass(frozen=True)
+class ForceTorqueDescription:
+    """A force-torque sensor on joint `joint`: ``<mb_sim><force_torque>`` or Gazebo's
+    ``<gazebo reference="joint"><sensor type="force_torque">``.  It reports the wrench the parent
+    side exerts on the child side through the joint (``measure_direction`` "parent_to_child"; its
+    negative for "child_to_parent"), torque about the joint origin, in the child link's axes
+    (``frame`` "child") or the parent link's ("parent") (:mod:`mb_sim.sim.force_torque`)."""
+
+    name: str
+    joint: str
+    frame: str = "child"
+    measure_direction: str = "parent_to_child"
+    declared_in: str = "mb_sim force_torque"
+
+
+@dataclass(frozen=True)
 class RollingWheelDescription:
     """``<rolling_wheel>``: link `link` (its frame origin the wheel centre) rolls without slipping on
     the plane z = 0; ``axis`` (link frame) is its spin axis, None for the axis of the joint that
@@ -232,6 +248,8 @@ class Extensions:
     ground: "GroundDescription | None" = None
     contact_pairs: list = field(default_factory=list)
     imus: list[IMUDescription] = field(default_factory=list)
+    force_torques: list[ForceTorqueDescription] = field(default_factory=list)
+    self_collision: "SelfCollisionDescription | None" = None
 
 
 @dataclass(frozen=True)
@@ -342,6 +360,17 @@ class GroundDescription:
     damping: float | None = None
     exponent: float = 1.0
     stick_velocity: float | None = None
+    #: The links whose collision shapes touch the plane (``<ground links="a b">``); None: every
+    #: moving link's.  Listing the feet keeps a humanoid's generated code small (each mesh adds
+    #: about two dozen contact points) and its other meshes unread.
+    links: tuple[str, ...] | None = None
+    #: ``<ground stiction="true">``: friction as a spring-damper to a sticking point per contact
+    #: point (an anchor state), clipped to the friction cone, so a body below the friction angle
+    #: holds instead of creeping; ``stiction_stiffness`` k_t [N/m] and ``stiction_damping`` c_t
+    #: [N s/m] of that spring (None: chosen from the robot, :mod:`mb_sim.model.contact`).
+    stiction: bool = False
+    stiction_stiffness: float | None = None
+    stiction_damping: float | None = None
 
 
 @dataclass(frozen=True)
@@ -359,3 +388,33 @@ class ContactPairDescription:
     damping: float | None = None
     exponent: float = 1.0
     stick_velocity: float | None = None
+
+
+@dataclass(frozen=True)
+class SelfCollisionDescription:
+    """``<self_collision links exclude>``: every two moving links with collision shapes touch (as a
+    ``<contact_pair>``) unless they are adjacent (one rigid body, or joined by a joint), left out by
+    ``exclude`` (pairs of link names), outside ``links`` (None: all links), or given their own
+    ``<contact_pair>``.  All its pairs share one parameter set (named ``<name>_stiffness`` ...),
+    parameters as :class:`GroundDescription`'s (None: chosen from the robot).  ``pairs`` (the link
+    pairs made) and ``skipped`` (``(link1, link2, reason)``) are filled when the model is built."""
+
+    name: str = "self_collision"
+    links: tuple[str, ...] | None = None
+    exclude: tuple[tuple[str, str], ...] = ()
+    friction: float = 1.0
+    stiffness: float | None = None
+    damping: float | None = None
+    exponent: float = 1.0
+    stick_velocity: float | None = None
+    pairs: tuple[tuple[str, str], ...] = ()
+    skipped: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def link1(self) -> str:
+        """For listings that print a pair's links: how many link pairs this filter made."""
+        return f"{len(self.pairs)} link pairs"
+
+    @property
+    def link2(self) -> str:
+        return "one another (self_collision)"

@@ -8,21 +8,22 @@ be silently zero.  Text is only ever converted with ``float()``, never evaluated
 """
 from __future__ import annotations
 
-import math
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from typing import NoReturn
 
 import numpy as np
 
 from mb_sim.urdf.description import (
-    LOOP_JOINT_TYPES, ContactPairDescription, CoordinateConstraintDescription, DCMotorDescription, Extensions, GroundDescription, IMUDescription,
+    LOOP_JOINT_TYPES, ContactPairDescription, CoordinateConstraintDescription, DCMotorDescription, Extensions, ForceTorqueDescription, GroundDescription, IMUDescription,
     JointSpringDescription,
-    LoopJointDescription, Marker, RollingWheelDescription, SpringDamperDescription,
+    LoopJointDescription, Marker, RollingWheelDescription, SelfCollisionDescription, SpringDamperDescription,
 )
 from mb_sim.urdf.errors import URDFError
+from mb_sim.urdf.numbers import read_numbers
 
-__all__ = ["EXTENSION_TAG", "read_extensions", "read_gazebo_imus"]
+__all__ = ["EXTENSION_TAG", "read_extensions", "read_gazebo_force_torques", "read_gazebo_imus"]
 
 #: The top-level element mb_sim's extensions live in (as Gazebo's live in <gazebo>).
 EXTENSION_TAG = "mb_sim"
@@ -120,19 +121,9 @@ _CHILD_ATTRIBUTES = {"origin": {"xyz", "rpy"}, "child_origin": {"xyz", "rpy"}, "
                      "marker": {"link", "xyz"}}
 
 
-def _numbers(raw: str, count: int, fail: Callable[[str], None], bound: float = _ANY_MAGNITUDE) -> list[float]:
+def _numbers(raw: str, count: int, fail: Callable[[str], NoReturn], bound: float = _ANY_MAGNITUDE) -> list[float]:
     """`count` finite numbers of magnitude at most `bound` read from `raw`, else `fail`."""
-    try:
-        values = [float(v) for v in raw.split()]
-    except ValueError:
-        fail("not a number")
-    if len(values) != count:
-        fail(f"expected {count} number(s), got {len(values)}")
-    if not all(math.isfinite(v) for v in values):
-        fail("NaN or infinite value")
-    if max(abs(v) for v in values) > bound:
-        fail(f"magnitude above {bound:g}: no robot's")
-    return values
+    return read_numbers(raw, count, fail, bound)
 
 
 def _single(element: _Element, found: dict[str, list[ET.Element]], tag: str) -> ET.Element | None:
@@ -242,9 +233,10 @@ def _gravity(raw: ET.Element, source: str) -> np.ndarray:
 
 
 def _ground(raw: ET.Element, source: str) -> GroundDescription:
-    """``<ground name height normal friction stiffness damping exponent stick_velocity>``."""
+    """``<ground name height normal friction stiffness damping exponent stick_velocity links>``
+    (`links`: the links that can touch it, separated by white space; checked by the parser)."""
     e = _Element(raw, source, ("name", "height", "normal", "friction", "stiffness", "damping", "exponent",
-                               "stick_velocity"))
+                               "stick_velocity", "links", "stiction", "stiction_stiffness", "stiction_damping"))
     e.children(())
     normal = np.array([0.0, 0.0, 1.0])
     if raw.get("normal") is not None:
@@ -258,7 +250,22 @@ def _ground(raw: ET.Element, source: str) -> GroundDescription:
     damping = e.number("damping", minimum=0.0) if raw.get("damping") is not None else None
     return GroundDescription(e.name(default="ground"), e.number("height", 0.0), normal,
                              e.number("friction", 1.0, minimum=0.0), optional["stiffness"], damping,
-                             e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
+                             e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"],
+                             links=_ground_links(e, raw.get("links")), stiction=e.flag("stiction", False),
+                             stiction_stiffness=(e.number("stiction_stiffness", positive=True)
+                                                 if raw.get("stiction_stiffness") is not None else None),
+                             stiction_damping=(e.number("stiction_damping", minimum=0.0)
+                                               if raw.get("stiction_damping") is not None else None))
+
+
+def _ground_links(e: "_Element", raw: str | None) -> tuple[str, ...] | None:
+    """The link names of ``<ground links>`` (None when absent); an empty list is an error."""
+    if raw is None:
+        return None
+    names = tuple(dict.fromkeys(raw.replace(",", " ").split()))
+    if not names:
+        e.fail("links is empty: name the links that can touch the ground (e.g. the feet), or leave it out")
+    return names
 
 
 def _imu(raw: ET.Element, source: str) -> IMUDescription:
@@ -297,6 +304,59 @@ def _fail(source: str, label: str, problem: str) -> None:
     raise URDFError(source, label, problem)
 
 
+#: What a force-torque sensor's ``frame`` may be (Gazebo's "sensor" frame of a joint sensor
+#: without a pose is the child's joint frame) and its ``measure_direction``.
+FORCE_TORQUE_FRAMES = {"child": "child", "sensor": "child", "parent": "parent"}
+FORCE_TORQUE_DIRECTIONS = ("parent_to_child", "child_to_parent")
+
+
+def _force_torque_choice(value: str, allowed, fail: Callable[[str], None], what: str) -> str:
+    """`value` checked against `allowed` (one line naming them)."""
+    value = value.strip()
+    if value not in allowed:
+        fail(f"{what} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _force_torque(raw: ET.Element, source: str) -> ForceTorqueDescription:
+    """``<force_torque name joint frame="child|parent" measure_direction="parent_to_child|child_to_parent"/>``."""
+    e = _Element(raw, source, ("name", "joint", "frame", "measure_direction"))
+    e.children(())
+    joint = e.text("joint")
+    frame = _force_torque_choice(raw.get("frame", "child"), FORCE_TORQUE_FRAMES, e.fail, "frame")
+    direction = _force_torque_choice(raw.get("measure_direction", "parent_to_child"), FORCE_TORQUE_DIRECTIONS,
+                                     e.fail, "measure_direction")
+    return ForceTorqueDescription(e.name("name", f"{joint}_force_torque"), joint, FORCE_TORQUE_FRAMES[frame], direction)
+
+
+def read_gazebo_force_torques(root: ET.Element, source: str) -> list[ForceTorqueDescription]:
+    """The ``<sensor type="force_torque">`` elements of the top-level ``<gazebo reference="joint">``
+    elements: name, joint, and ``<force_torque><frame>`` (child, parent; sensor = child) and
+    ``<measure_direction>`` (SDFormat's default child_to_parent); rates, noise and plugins are not
+    read."""
+    sensors = []
+    for gazebo in root.findall("gazebo"):
+        joint = (gazebo.get("reference") or "").strip()
+        for sensor in gazebo.findall("sensor"):
+            if (sensor.get("type") or "").strip() != "force_torque":
+                continue
+            name = (sensor.get("name") or "").strip() or f"{joint}_force_torque"
+            label = f"gazebo reference '{joint}' sensor '{name}'"
+            fail = lambda problem, where="": _fail(source, f"{label}{where}", problem)  # noqa: E731
+            if not joint:
+                fail("a force_torque sensor needs <gazebo reference=\"joint\"> naming its joint")
+            if not _NAME.match(name):
+                fail("name must start with a letter or '_' and hold only letters, digits, '_', '-' and '.'")
+            settings = sensor.find("force_torque")
+            text = lambda tag, default: (settings.findtext(tag) if settings is not None else None) or default  # noqa: E731
+            frame = _force_torque_choice(text("frame", "child"), FORCE_TORQUE_FRAMES,
+                                         lambda p: fail(p, " <frame>"), "frame")
+            direction = _force_torque_choice(text("measure_direction", "child_to_parent"), FORCE_TORQUE_DIRECTIONS,
+                                             lambda p: fail(p, " <measure_direction>"), "measure_direction")
+            sensors.append(ForceTorqueDescription(name, joint, FORCE_TORQUE_FRAMES[frame], direction, "gazebo sensor"))
+    return sensors
+
+
 def _contact_pair(raw: ET.Element, source: str) -> ContactPairDescription:
     """``<contact_pair name link1 link2 friction stiffness damping exponent stick_velocity>``."""
     e = _Element(raw, source, ("name", "link1", "link2", "friction", "stiffness", "damping", "exponent",
@@ -313,9 +373,36 @@ def _contact_pair(raw: ET.Element, source: str) -> ContactPairDescription:
                                   e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
 
 
+def _self_collision(raw: ET.Element, source: str) -> SelfCollisionDescription:
+    """``<self_collision name links exclude friction stiffness damping exponent stick_velocity>``:
+    `links` the link names (white space separated), `exclude` pairs ``linkA:linkB``; the names are
+    checked against the robot when its pairs are made (:func:`mb_sim.urdf.collision.self_collision_pairs`)."""
+    e = _Element(raw, source, ("name", "links", "exclude", "friction", "stiffness", "damping", "exponent",
+                               "stick_velocity"))
+    e.children(())
+    links = None
+    if raw.get("links") is not None:
+        links = tuple(dict.fromkeys(raw.get("links").replace(",", " ").split()))
+        if not links:
+            e.fail("links is empty: name the links that may touch one another, or leave it out")
+    exclude = []
+    for item in (raw.get("exclude") or "").replace(",", " ").split():
+        names = item.split(":")
+        if len(names) != 2 or not all(names):
+            e.fail(f"exclude entry {item!r} is not a pair 'linkA:linkB'")
+        exclude.append((names[0], names[1]))
+    optional = {key: (e.number(key, positive=True) if raw.get(key) is not None else None)
+                for key in ("stiffness", "stick_velocity")}
+    damping = e.number("damping", minimum=0.0) if raw.get("damping") is not None else None
+    return SelfCollisionDescription(e.name(default="self_collision"), links, tuple(exclude),
+                                    e.number("friction", 1.0, minimum=0.0), optional["stiffness"], damping,
+                                    e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
+
+
 _READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
             "spring_damper": _spring_damper, "joint_spring": _joint_spring, "dc_motor": _dc_motor,
-            "rolling_wheel": _rolling_wheel, "contact_pair": _contact_pair, "imu": _imu}
+            "rolling_wheel": _rolling_wheel, "contact_pair": _contact_pair, "imu": _imu,
+            "self_collision": _self_collision, "force_torque": _force_torque}
 
 
 def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
@@ -341,7 +428,11 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
         raise URDFError(source, f"{EXTENSION_TAG} gravity", f"given {len(gravity)} times; give it once")
     if len(grounds) > 1:
         raise URDFError(source, f"{EXTENSION_TAG} ground", f"given {len(grounds)} times; give one ground plane")
+    if len(found["self_collision"]) > 1:
+        raise URDFError(source, f"{EXTENSION_TAG} self_collision",
+                        f"given {len(found['self_collision'])} times; give it once")
     return Extensions(found["loop_joint"], found["coordinate_constraint"], found["spring_damper"],
                       found["joint_spring"], gravity[0] if gravity else None, found["dc_motor"],
                       found["rolling_wheel"], grounds[0] if grounds else None,
-                      contact_pairs=found["contact_pair"], imus=found["imu"])
+                      contact_pairs=found["contact_pair"], imus=found["imu"], force_torques=found["force_torque"],
+                      self_collision=found["self_collision"][0] if found["self_collision"] else None)

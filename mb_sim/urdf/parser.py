@@ -14,8 +14,9 @@ import os
 import re
 import warnings
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import NoReturn
 from xml.parsers import expat
 
 import numpy as np
@@ -26,10 +27,11 @@ from mb_sim.urdf.description import (
     JOINT_TYPES, WORLD_LINK, ComponentSpec, GroundDescription, Inertial, JointDescription, JointLimit, LinkDescription,
     Mimic, RobotDescription, SkippedCollision,
 )
-from mb_sim.urdf.collision import enclosed_shapes, read_collisions
+from mb_sim.urdf.collision import enclosed_shapes, ground_excluded, read_collisions
 from mb_sim.urdf.errors import FixedBaseWarning, RepairWarning, URDFError, URDFWarning, warn_user
-from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions, read_gazebo_imus
+from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions, read_gazebo_force_torques, read_gazebo_imus
 from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
+from mb_sim.urdf.numbers import read_numbers
 from mb_sim.urdf.rotations import rpy_to_matrix
 from mb_sim.urdf.validation import validate
 from mb_sim.urdf.xacro_expansion import expand_xacro, is_xacro
@@ -78,7 +80,8 @@ _UNBOUND_PREFIX = expat.errors.codes[expat.errors.XML_ERROR_UNBOUND_PREFIX]
 
 
 def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
-               xacro_args: Mapping[str, object] | None = None, ground: bool = False) -> RobotDescription:
+               xacro_args: Mapping[str, object] | None = None,
+               ground: bool | str | Iterable[str] = False) -> RobotDescription:
     """Parse and validate a URDF given as a file path or as XML text.
 
     A ``.xacro`` file, or text using xacro markup, is expanded first with `xacro_args` (the
@@ -99,7 +102,9 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
 
     With a ``<ground>`` in ``<mb_sim>`` (or `ground`: the default plane z = 0 where the file has
     none) the links' ``<collision>`` shapes are read (:mod:`mb_sim.urdf.collision`) into
-    ``collisions``; those no contact uses are in ``skipped_collisions`` with the reason.
+    ``collisions``; those no contact uses are in ``skipped_collisions`` with the reason.  `ground`
+    given as link names (a list, or one string separated by white space) is ``<ground
+    links="...">``: only those links' shapes touch the plane (the file's or the default one).
 
     Raises
     ------
@@ -116,7 +121,8 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     warned: set[str] = set()
     components = _read_top_level(root, source, warned)
     extensions = read_extensions(root.findall(EXTENSION_TAG), source)
-    extensions = dataclasses.replace(extensions, imus=[*extensions.imus, *read_gazebo_imus(root, source)])
+    extensions = dataclasses.replace(extensions, imus=[*extensions.imus, *read_gazebo_imus(root, source)],
+                                     force_torques=[*extensions.force_torques, *read_gazebo_force_torques(root, source)])
     _check_numbers(root, source)
     _check_joint_types(root, source)
     robot = _parse_links_and_joints(root, source, warned)
@@ -137,22 +143,29 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
         warn_user(f"{source}: {oddity}", RepairWarning)
     description = dataclasses.replace(description, repairs=[*oddities, *description.repairs])
     extensions = description.extensions
-    if ground or extensions.ground is not None or extensions.contact_pairs:
+    if ground or extensions.ground is not None or extensions.contact_pairs or extensions.self_collision is not None:
         description = _with_contacts(description, root, source if os.path.isfile(source) else None, ground)
     return description
 
 
 def _with_contacts(description: RobotDescription, root: ET.Element, urdf_path: str | None,
-                   ground: bool) -> RobotDescription:
+                   ground: bool | str | Iterable[str]) -> RobotDescription:
     """`description` with its ground (the default plane where `ground` asks for one and the file
-    has none) and the collision shapes of the links that move, less those inside another shape of
-    their rigid body; a robot with nothing to touch the ground is warned about."""
+    has none; `ground` as link names sets its ``links``) and the collision shapes of the links that
+    move, less those inside another shape of their rigid body and those of links the ground leaves
+    out (unread); a robot with nothing to touch the ground is warned about."""
     extensions = description.extensions
     if extensions.ground is None and ground:
         extensions = dataclasses.replace(extensions, ground=GroundDescription())
+    if not isinstance(ground, bool) and ground:  # link names
+        names = tuple(dict.fromkeys(ground.split() if isinstance(ground, str) else (str(n) for n in ground)))
+        extensions = dataclasses.replace(extensions, ground=dataclasses.replace(extensions.ground, links=names))
     fixed = description.fixed_to_world()
     paired = {link for pair in extensions.contact_pairs for link in (pair.link1, pair.link2)}
-    used, skipped = read_collisions(root, description.source, urdf_path, set(description.links))
+    if extensions.self_collision is not None:  # its links' shapes are read too (fixed links' stay out)
+        paired |= set(extensions.self_collision.links or description.links) - fixed
+    excluded = ground_excluded(extensions.ground, description.links, paired, description.source)
+    used, skipped = read_collisions(root, description.source, urdf_path, set(description.links), excluded)
     skipped += [SkippedCollision(c.link, c.index, "its link is fixed to the world and in no contact_pair")
                 for c in used if c.link in fixed and c.link not in paired]
     used = [c for c in used if c.link not in fixed or c.link in paired]
@@ -322,17 +335,11 @@ def _check_numbers(root: ET.Element, source: str) -> None:
                 if raw is None:
                     continue
                 where = f"{_element_label(top)} <{element.tag} {attribute}=\"{raw}\">"
-                try:
-                    values = [float(v) for v in raw.split()]
-                except ValueError:
-                    raise URDFError(source, where, "not a number") from None
-                if len(values) != count:
-                    raise URDFError(source, where, f"expected {count} number(s), got {len(values)}")
-                if not all(math.isfinite(v) for v in values):
-                    raise URDFError(source, where, "NaN or infinite value")
-                bound = MAGNITUDE_BOUNDS.get((element.tag, attribute))
-                if bound is not None and max(abs(v) for v in values) > bound:
-                    raise URDFError(source, where, f"magnitude above {bound:g}: no robot's ({_UNITS[element.tag]})")
+
+                def fail(problem: str, where: str = where) -> NoReturn:
+                    raise URDFError(source, where, problem)
+
+                read_numbers(raw, count, fail, MAGNITUDE_BOUNDS.get((element.tag, attribute)), _UNITS.get(element.tag, ""))
 
 
 _UNITS = {"origin": "m and rad", "mass": "kg", "inertia": "kg m^2", "axis": "a direction",
