@@ -15,6 +15,9 @@ double; ``z`` are the electrical states, motor currents, possibly none):
   dynamics blocks, only the blocks projection needs (Phi, N, M, A, b; generated only for
   constrained models), or only the electrical states' decay rates (only where there are some),
   of the same layout (each with its own CSE, so cheaper);
+* ``void mb_state_updates(q, u, z, inputs, params, t, double *z_after)``: only in a model with a
+  ground's stiction anchors (then ``MB_HAS_STATE_UPDATES`` is defined): every electrical state's
+  value after a step, which ``mb_finish_step`` copies into z after the projection;
 * ``int mb_forward_dynamics(q, u, z, inputs, params, t, double *qdot, double *udot, double *zdot,
   double *lam, const double *enabled)``: solves ``M u' = F`` (``M = L^T L`` along the tree of M's sparsity, no fill-in) or, with constraints,
   ``[M A^T; A 0][u'; lam] = [F; -c]`` through the Schur complement ``A M^-1 A^T``, the
@@ -67,11 +70,15 @@ from mb_sim.codegen.dissipation import DISSIPATION_WIDTH, MAX_ITERATIONS, NEWTON
 from mb_sim.codegen.servo import SERVO_WIDTH
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
+#: The optional output of a model with stiction anchors (mb_sim.model.contact): every electrical
+#: state's value after a step, computed by ``mb_state_updates`` and copied into z by mb_finish_step.
+STATE_UPDATES = "state_updates"
+
 __all__ = ["GENERATOR_VERSION", "RUNTIME_HEADER", "RUNTIME_SOURCES", "generate_c_source", "runtime_digest",
            "runtime_directory", "runtime_files"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "15"
+GENERATOR_VERSION = "16"
 
 #: The hand-written runtime, real C files shipped with the package (setup.py package_data): the
 #: header the generated part includes first, and the sources it includes after its functions.
@@ -100,10 +107,17 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     if eom.n_constraints:
         functions.append(("mb_constraints", "Only the blocks projection needs (Phi, N, M, A, b) into "
                           "out[].", PROJECTION_OUTPUTS))
+    updates = []
+    if STATE_UPDATES in eom.outputs:  # stiction anchors: z after a step, for mb_finish_step
+        updates.append(_c_function("mb_state_updates", "The electrical states' values after a step (a ground's "
+                                   "stiction anchors moved, the others as they are) into out[0 .. MB_N_Z).",
+                                   straight_line_program(eom, (STATE_UPDATES,), progress, eliminate=False),
+                                   np.arange(eom.n_z)))
     return "\n".join([
         _header(eom, layout, projection),
         *(_c_function(name, doc, straight_line_program(eom, names, progress, eliminate=False),
                       layout.indices(names)) for name, doc, names in functions),
+        *updates,
         "/* The hand-written runtime (mb_sim/codegen/c): linear algebra, dynamics, projection, RK4. */",
         *(f'#include "{name}"' for name in RUNTIME_SOURCES), "",
     ])
@@ -247,7 +261,8 @@ def _features(eom: EquationsOfMotion, projection: Projection) -> str:
     flags = {"CONSTRAINTS": eom.n_constraints, "HOLONOMIC": eom.n_holonomic, "ELECTRICAL_STATES": eom.n_z,
              "SPRINGS": len(eom.spring_names), "FORCE_LAW": len(eom.force_laws),
              "QUATERNIONS": len(projection.quaternion_starts), "DISSIPATION": len(eom.dissipation_rows)}
-    return "".join(f"#define MB_HAS_{name} {int(bool(value))}\n" for name, value in flags.items())
+    stiction = "#define MB_HAS_STATE_UPDATES 1\n" if STATE_UPDATES in eom.outputs else ""  # only then: same code
+    return "".join(f"#define MB_HAS_{name} {int(bool(value))}\n" for name, value in flags.items()) + stiction
 
 
 def _chains(parents: list[int]) -> tuple[list[int], list[int]]:

@@ -53,7 +53,8 @@ def check_source_size(source: str, name: str) -> None:
         raise CodegenError(
             f"model {name!r}: {len(source) / 1e6:.2f} MB of generated C is more than the {MAX_SOURCE_BYTES / 1e6:g} MB "
             "mb_sim compiles (the C compiler's time and memory grow superlinearly with it: 2 MB took gcc -O2 "
-            "4 min and 5 GB); use backend='numpy' or a smaller model")
+            "4 min and 5 GB); with contacts, let fewer links touch (<ground links=\"left_foot right_foot\"/>, "
+            "load_urdf(..., ground=[...]), <self_collision links=...>), else use backend='numpy' or a smaller model")
 
 
 def compile_shared_library(source: Path, library: Path, progress: Progress = None,

@@ -12,7 +12,7 @@ import numpy as np
 
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.symbolic.equations import (
-    CONTACT_STATE_COLUMNS, IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS, OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion,
+    CONTACT_STATE_COLUMNS, FT_STATE_COLUMNS, IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS, OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion,
 )
 
 __all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS", "PROJECTION_OUTPUTS"]
@@ -105,4 +105,5 @@ def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]
         "contact_states": (len(eom.contact_names), CONTACT_STATE_COLUMNS),
         "imu_jacobians": (IMU_JACOBIAN_ROWS * len(eom.imu_names), n_u),
         "imu_states": (len(eom.imu_names), IMU_STATE_COLUMNS),
+        "ft_jacobians": (None, n_u), "ft_states": (None, FT_STATE_COLUMNS),  # sensors' rows: cache keeps no names
     }

@@ -7,6 +7,7 @@ import numpy as np
 from sympy import lambdify
 
 from mb_sim.codegen.errors import SPRING_MIN_LENGTH, FactorizationError
+from mb_sim.codegen.c_source import STATE_UPDATES
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS
 from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress, report
@@ -40,6 +41,8 @@ class NumpyModel(NumericModel):
         self._constraints_out = np.zeros(self.layout.size)
         self._decay = (_lambdify(straight_line_program(eom, ("electrical_decay",), progress), namespace)
                        if self.n_z else None)
+        self._state_updates = (_lambdify(straight_line_program(eom, (STATE_UPDATES,), progress), namespace)
+                               if STATE_UPDATES in eom.outputs else None)  # a ground's stiction anchors
         self._rk4_time = 0.0
 
     def outputs_at(self, q, u, z, inputs, params, t: float = 0.0) -> np.ndarray:
@@ -149,11 +152,15 @@ class NumpyModel(NumericModel):
     def _finish_step(self, x: np.ndarray, t: float) -> int:
         """Check and project, in place, the state `x` = [q; u] at the end of a step; 0, 3 or 4.
 
-        As ``mb_finish_step`` in C: finite before and after the projection.
+        As ``mb_finish_step`` in C: finite before and after the projection, after which a
+        ground's stiction anchors move (the generated ``state_updates``).
         """
         if not np.isfinite(x).all():
             return 3
-        status = self._project(x[:self.n_q], x[self.n_q:self.n_q + self.n_u], t)
+        n = self.n_q + self.n_u
+        status = self._project(x[:self.n_q], x[self.n_q:n], t)
+        if not status and self._state_updates is not None:
+            x[n:] = self._state_updates(x[:self.n_q], x[self.n_q:n], x[n:], self.buffers.inputs, self.buffers.params, t)
         return status or (0 if np.isfinite(x).all() else 3)
 
     def _project(self, q: np.ndarray, u: np.ndarray, t: float) -> int:

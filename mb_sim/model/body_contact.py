@@ -15,6 +15,11 @@ a capsule, not the capsule's ends against the sphere); two capsules' ends are ch
 other's axis both ways, so where their end caps touch each other the force counts twice.  Not
 covered: a box or a mesh against a box or a mesh (their faces; only spheres and capsules are
 targets), a cylinder's rims, and two capsules crossing between their ends.
+
+``<self_collision>`` makes one such component for all its link pairs (fixed when the model is
+built: :func:`mb_sim.urdf.collision.self_collision_pairs`), sharing one parameter set.  The broad
+phase: a link pair sits behind one test of its links' bounding spheres, each shape pair behind one
+of its shapes', so a far-apart pair costs one distance test per evaluation.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from mb_sim.model.contact import (
     ContactFeature, _guard, bounding_sphere, contact_features, contact_force, contact_parameters, default_parameters,
 )
 from mb_sim.urdf import CollisionDescription, ContactPairDescription
+from mb_sim.urdf.description import SelfCollisionDescription
 
 __all__ = ["BodyContact", "TARGET_SHAPES"]
 
@@ -37,27 +43,27 @@ DISTANCE_REGULARIZATION = 1e-9
 
 
 class BodyContact(ConnectionBase):
-    """``<contact_pair>``: the shapes of `link1` and `link2` touch (see the module docstring).
+    """``<contact_pair>`` (or ``<self_collision>``): the shapes of each pair of links touch (see
+    the module docstring).
 
-    ``checks`` lists ``(feature shape, feature, target shape)`` in order; ``features`` names each
-    check's feature (rows of ``contact_states``).
+    `pairs` are the link pairs (default the description's ``link1``, ``link2``); all share one
+    parameter set, named after the component.  ``groups`` holds per link pair its shape pairs
+    ``(shape of link1, shape of link2, checks)``; ``checks`` lists every ``(feature's shape,
+    feature, target shape)`` in that order; ``features`` names each check's feature (rows of ``contact_states``).
     """
 
-    def __init__(self, description: ContactPairDescription, shapes: list[CollisionDescription], mass: float,
-                 gravity: float, lightest: float | None = None) -> None:
+    def __init__(self, description: ContactPairDescription | SelfCollisionDescription,
+                 shapes: list[CollisionDescription], mass: float,
+                 gravity: float, lightest: float | None = None,
+                 pairs: list[tuple[str, str]] | None = None) -> None:
         super().__init__(description.name)
         self.pair_description = description
+        self.pairs = list(pairs) if pairs is not None else [(description.link1, description.link2)]
         self._defaults = default_parameters(mass, gravity, description.stiffness, description.exponent, lightest,
                                             description.friction)
-        by_link = {link: [s for s in shapes if s.link == link] for link in (description.link1, description.link2)}
-        self.checks: list[tuple[CollisionDescription, ContactFeature, CollisionDescription]] = []
-        for second, (own, other) in enumerate(((description.link1, description.link2),
-                                               (description.link2, description.link1))):
-            for shape in by_link[own]:
-                for feature in contact_features(shape):
-                    if feature.axis is None:
-                        self.checks += [(shape, feature, target) for target in by_link[other]
-                                        if _checked(shape.shape, target.shape, bool(second))]
+        self.groups = [(pair, _shape_pairs(pair, shapes)) for pair in self.pairs]
+        self.checks: list[tuple[CollisionDescription, ContactFeature, CollisionDescription]] = [
+            check for _, group in self.groups for _, _, checks in group for check in checks]
         self.features = [ContactFeature(f"{f.name}@{t.link}/{t.index}", f.centre, f.radius) for _, f, t in self.checks]
         self.rows: list[Matrix] = []
 
@@ -68,51 +74,84 @@ class BodyContact(ConnectionBase):
         self._system = System()
         pair = self.pair_description
         value = lambda given, key: given if given is not None else self._defaults[key]  # noqa: E731
+        owner = (f"contact pair '{self.name}' ({pair.link1}, {pair.link2})" if len(self.pairs) == 1
+                 and self.pairs[0] == (pair.link1, pair.link2) else f"self_collision '{self.name}'")
         contact_parameters(self, {"stiffness": value(pair.stiffness, "stiffness"),
                                   "damping": value(pair.damping, "damping"), "exponent": pair.exponent,
                                   "friction": pair.friction,
-                                  "stick_velocity": value(pair.stick_velocity, "stick_velocity")},
-                           f"contact pair '{self.name}' ({pair.link1}, {pair.link2})")
+                                  "stick_velocity": value(pair.stick_velocity, "stick_velocity")}, owner)
 
     def kinematic_loads(self, link_state, reference: Matrix, temps) -> list[tuple[str, Matrix, Matrix]]:
-        """``(link, force, torque about reference)`` on both links of every check (see
-        :meth:`mb_sim.model.contact.GroundContact.kinematic_loads`); sets ``rows``."""
-        loads, self.rows = [], []
-        for shape, feature, target in self.checks:
-            label = f"{shape.label} {feature.name.split('/')[-1]} on {target.label}"
-            R1, p1, v1, w1 = link_state(shape.link)
-            R2, p2, v2, w2 = link_state(target.link)
-            (c1, r1), (c2, r2) = bounding_sphere(contact_features(shape)), bounding_sphere(contact_features(target))
-            gap = (p1 + R1 * Matrix(c1)) - (p2 + R2 * Matrix(c2))
-            clearance = temps.scalar(_dot(gap, gap) - Float(r1 + r2) ** 2,
-                                     f"bounding spheres of {label}: squared distance less squared reach")
-            guarded = _guard(clearance < 0, temps)
+        """``(link, force, torque about reference)`` on both links of every shape pair (see
+        :meth:`mb_sim.model.contact.GroundContact.kinematic_loads`); sets ``rows``.
 
-            P = guarded(p1 + R1 * Matrix(feature.centre), f"centre of {label} (world)")
-            C, radius = self._target_centre(target, R2, p2, P, guarded, label)
-            offset = P - C
-            distance = guarded(Matrix([sqrt(_dot(offset, offset) + Float(DISTANCE_REGULARIZATION) ** 2)]),
-                               f"centre distance of {label}")[0]
-            n = guarded(offset / distance, f"contact normal of {label} (world)")
-            x = guarded(P - Float(feature.radius) * n, f"contact point of {label} (world)")
-            d = guarded(Matrix([Float(feature.radius + radius) - distance]), f"penetration of {label}")[0]
-            touching = _guard(d > 0, temps)
-            arms = [touching(R.T * (x - p), f"contact point of {label} from {side}'s origin (link axes)")
-                    for R, p, side in ((R1, p1, shape.link), (R2, p2, target.link))]
-            speeds = [touching(R * (v + _cross(w, arm)), f"velocity of the contact point on {side} (world)")
-                      for R, v, w, arm, side in ((R1, v1, w1, arms[0], shape.link), (R2, v2, w2, arms[1], target.link))]
-            relative = touching(speeds[0] - speeds[1], f"relative velocity at the contact point of {label} (world)")
-            rate, f_n, f = contact_force(self, n, d, relative, touching, label)
-            torque = _cross(x - reference, f)
-            loads += [(shape.link, f, torque), (target.link, -f, -torque)]
-            self.rows.append(Matrix([[*x, *n, d, rate, f_n, *f]]))
+        The broad phase: a link pair with several shape pairs sits behind one test of the two
+        links' bounding spheres (of their shapes in the pair), and each shape pair behind one test
+        of its two shapes' bounding spheres, so links far apart cost one distance test."""
+        loads, self.rows = [], []
+        for (link1, link2), group in self.groups:
+            outer = None
+            if len(group) > 1:
+                spheres = [_link_sphere(group, side) for side in (0, 1)]
+                clearance = _clearance(link_state, (link1, link2), spheres, None, temps,
+                                       f"bounding spheres of links {link1} and {link2}")
+                outer = _guard(clearance < 0, temps)
+            for first, second, checks in group:
+                loads += self._shape_pair_loads(link_state, reference, temps, outer, first, second, checks)
         return loads
+
+    def _shape_pair_loads(self, link_state, reference: Matrix, temps, outer, first: CollisionDescription,
+                          second: CollisionDescription, checks: list) -> list:
+        """The loads of two shapes' checks on their links, behind the test of their bounding spheres
+        (itself computed only where the links' test, `outer`, passes)."""
+        label = f"{first.label} and {second.label}"
+        spheres = [bounding_sphere(contact_features(s)) for s in (first, second)]
+        clearance = _clearance(link_state, (first.link, second.link), spheres, outer, temps,
+                               f"bounding spheres of {label}")
+        guarded = _guard(clearance < 0, temps)
+        motion = {}  # per link: R, p, origin velocity and angular velocity (world)
+        for link in (first.link, second.link):
+            R, p, v, w = link_state(link)
+            motion[link] = (R, p, guarded(R * v, f"velocity of {link}'s origin (world)"),
+                            guarded(R * w, f"angular velocity of {link} (world)"))
+        geometry = [self._check_geometry(check, motion, guarded) for check in checks]  # one run: one test
+        force, torque = Matrix([0, 0, 0]), Matrix([0, 0, 0])  # on the first shape's link
+        for (shape, _, target), (name, x, n, d) in zip(checks, geometry):
+            (_, p1, v1, w1), (_, p2, v2, w2) = motion[shape.link], motion[target.link]
+            touching = _guard(d > 0, temps)
+            relative = touching((v1 + _cross(w1, x - p1)) - (v2 + _cross(w2, x - p2)),
+                                f"relative velocity at the contact point of {name} (world)")
+            rate, f_n, f = contact_force(self, n, d, relative, touching, name)
+            sign = 1 if shape is first else -1
+            force += sign * f
+            torque += sign * touching(_cross(x - reference, f), f"moment of the contact force of {name} "
+                                                                 "about the reference")
+            self.rows.append(Matrix([[*x, *n, d, rate, f_n, *f]]))
+        force = guarded(force, f"contact force of {label} on {first.link}")
+        torque = guarded(torque, f"contact torque of {label} on {first.link} about the reference point")
+        return [(first.link, force, torque), (second.link, -force, -torque)]
 
     def signature(self) -> str:
         """What the derivation reads besides the parameters: every check's feature and target."""
         return repr((self.name, [(s.link, f.centre, f.radius, t.link, t.shape, t.size, np.round(t.xyz, 15).tolist(),
                                   np.round(t.rotation, 15).tolist(), bounding_sphere(contact_features(s))[1])
                                  for s, f, t in self.checks]))
+
+    def _check_geometry(self, check: tuple, motion: dict, guarded) -> tuple:
+        """Label, contact point x, normal n (world) and penetration d of one check, as temporaries
+        under its shape pair's test."""
+        shape, feature, target = check
+        name = f"{shape.label} {feature.name.split('/')[-1]} on {target.label}"
+        (R1, p1, _, _), (R2, p2, _, _) = motion[shape.link], motion[target.link]
+        P = guarded(p1 + R1 * Matrix(feature.centre), f"centre of {name} (world)")
+        C, radius = self._target_centre(target, R2, p2, P, guarded, name)
+        offset = P - C
+        distance = guarded(Matrix([sqrt(_dot(offset, offset) + Float(DISTANCE_REGULARIZATION) ** 2)]),
+                           f"centre distance of {name}")[0]
+        n = guarded(offset / distance, f"contact normal of {name} (world)")
+        x = guarded(P - Float(feature.radius) * n, f"contact point of {name} (world)")
+        d = guarded(Matrix([Float(feature.radius + radius) - distance]), f"penetration of {name}")[0]
+        return name, x, n, d
 
     @staticmethod
     def _target_centre(target: CollisionDescription, R: Matrix, p: Matrix, P: Matrix, guarded,
@@ -125,6 +164,41 @@ class BodyContact(ConnectionBase):
         axis = R * Matrix([float(v) for v in np.asarray(target.rotation)[:, 2]])
         along = Min(Max(_dot(P - centre, axis), -half), half)
         return guarded(centre + along * axis, f"nearest point on the axis of {label} (world)"), float(target.size[0])
+
+
+def _shape_pairs(pair: tuple[str, str], shapes: list[CollisionDescription]) -> list[
+        tuple[CollisionDescription, CollisionDescription, list]]:
+    """The shape pairs of a link pair that have checks: ``(shape of link1, shape of link2,
+    checks)``, each check ``(feature's shape, feature, target)`` (see :func:`_checked`)."""
+    by_link = [[s for s in shapes if s.link == link] for link in pair]
+    found = []
+    for first in by_link[0]:
+        for second in by_link[1]:
+            checks = [(shape, feature, target)
+                      for is_second, (shape, target) in enumerate(((first, second), (second, first)))
+                      if _checked(shape.shape, target.shape, bool(is_second))
+                      for feature in contact_features(shape) if feature.axis is None]
+            if checks:
+                found.append((first, second, checks))
+    return found
+
+
+def _link_sphere(group: list, side: int) -> tuple[np.ndarray, float]:
+    """A sphere (link frame) holding every shape of one link (`side` 0: link1) in the shape pairs
+    `group`."""
+    return bounding_sphere([f for pair in group for f in contact_features(pair[side])])
+
+
+def _clearance(link_state, links: tuple[str, str], spheres: list, outer, temps, meaning: str):
+    """Squared distance less squared reach of two spheres fixed in `links` (negative: they
+    overlap), a temporary; computed only where `outer` passes, if given (zero elsewhere)."""
+    (R1, p1, _, _), (R2, p2, _, _) = link_state(links[0]), link_state(links[1])
+    (c1, r1), (c2, r2) = spheres
+    gap = (p1 + R1 * Matrix(c1)) - (p2 + R2 * Matrix(c2))
+    value = _dot(gap, gap) - Float(r1 + r2) ** 2
+    if outer is None:
+        return temps.scalar(value, f"{meaning}: squared distance less squared reach")
+    return outer(Matrix([value]), f"{meaning}: squared distance less squared reach")[0]
 
 
 def _checked(shape: str, target: str, second: bool) -> bool:

@@ -1,9 +1,10 @@
 """Build the component model of a robot from its validated URDF description."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -20,13 +21,15 @@ from mb_sim.model.robot import Robot
 from mb_sim.model.springs import SpringDamper
 from mb_sim.model.wheels import RollingWheel
 from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, URDFWarning, parse_urdf
+from mb_sim.urdf.collision import contact_effective_mass, self_collision_pairs
+from mb_sim.urdf.errors import warn_user
 from mb_sim.urdf.size import check_model_size, constraint_rows
 
 __all__ = ["build_robot", "load_urdf"]
 
 
 def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
-              xacro_args: Mapping[str, object] | None = None, ground: bool = False) -> Robot:
+              xacro_args: Mapping[str, object] | None = None, ground: bool | str | Iterable[str] = False) -> Robot:
     """Parse a URDF (file path or XML text) into a robot model with all define steps run.
 
     A ``.xacro`` file (or text using xacro markup) is expanded first with `xacro_args`, e.g.
@@ -43,7 +46,10 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_bas
     :class:`mb_sim.urdf.FixedBaseWarning` saying so); `floating_base` joins it to the world by a
     6-DoF ``floating`` joint ``root_joint`` instead, without editing the file.  `ground` adds the
     plane z = 0 (default contact parameters) where the file has no ``<ground>``: the links'
-    ``<collision>`` shapes then touch it (:mod:`mb_sim.model.contact`).
+    ``<collision>`` shapes then touch it (:mod:`mb_sim.model.contact`).  `ground` given as link
+    names (``ground=["left_foot", "right_foot"]``) makes only their shapes touch it (the file's
+    ground or the default one), as ``<ground links="left_foot right_foot"/>`` does: a humanoid's
+    many mesh shapes otherwise make code too large to compile.
 
     Raises
     ------
@@ -78,6 +84,7 @@ def build_robot(description: RobotDescription) -> Robot:
     robot.repairs = list(description.repairs)
     robot.skipped_collisions = list(description.skipped_collisions)
     robot.imus = list(description.extensions.imus)
+    robot.force_torques = list(description.extensions.force_torques)
     robot.add_load_group(Gravity("gravity", description.gravity))
     motors = {motor.joint: motor for motor in description.extensions.dc_motors}
     for joint in joints:
@@ -114,13 +121,58 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
     gravity = float(np.linalg.norm(description.gravity))
     if extensions.ground is not None:
         fixed = description.fixed_to_world()
-        shapes = [c for c in description.collisions if c.link not in fixed]
-        connections.append(GroundContact(extensions.ground, shapes, mass, gravity, _lightest_body(description, shapes)))
+        shapes = [c for c in description.collisions if c.link not in fixed
+                  and (extensions.ground.links is None or c.link in extensions.ground.links)]  # paired links' shapes are read too
+        light = (contact_effective_mass(shapes, description.links, description.joints)
+                 or _lightest_body(description, shapes))
+        connections.append(GroundContact(extensions.ground, shapes, mass, gravity, light))
     connections += [BodyContact(pair, description.collisions, mass, gravity,
                                 _lightest_body(description, [c for c in description.collisions
                                                              if c.link in (pair.link1, pair.link2)]))
                     for pair in extensions.contact_pairs]
+    if extensions.self_collision is not None:
+        connections.append(_self_collision(description, mass, gravity))
     return connections
+
+
+def _self_collision(description: RobotDescription, mass: float, gravity: float) -> BodyContact:
+    """The ``<self_collision>`` component: one BodyContact over all the link pairs the filter makes
+    (:func:`mb_sim.urdf.collision.self_collision_pairs`), sharing one parameter set; the pairs it
+    skips (shapes that cannot touch, pairs with their own ``<contact_pair>``) are warned about once
+    and kept in the description's ``skipped``."""
+    spec = description.extensions.self_collision
+    pairs, skipped = self_collision_pairs(spec, description, description.collisions)
+    spec = dataclasses.replace(spec, pairs=tuple(pairs), skipped=tuple(skipped))
+    unusable = [(a, b, why) for a, b, why in skipped if not why.startswith("has its own")]
+    if unusable:
+        listed = ", ".join(f"{a}:{b}" for a, b, _ in unusable[:6]) + (" ..." if len(unusable) > 6 else "")
+        warn_user(f"{description.source}: mb_sim self_collision '{spec.name}': {len(unusable)} link pair(s) skipped, "
+                  f"their shapes cannot touch (only spheres and capsules are touched): {listed}", URDFWarning)
+    links = {link for pair in pairs for link in pair}
+    shapes = [c for c in description.collisions if c.link in links]
+    contact = BodyContact(spec, shapes, mass, gravity, _lightest_body(description, shapes), pairs=pairs)
+    _check_self_collision_size(description, contact)
+    return contact
+
+
+#: The most point-shape checks a ``<self_collision>`` may make: each writes about 7 kB of C (its
+#: force and its ``contact_states`` row; 44 checks of a 6-link arm: 0.29 MB), so 200 stay well
+#: below the 2 MB mb_sim compiles (mb_sim.codegen.compiler.MAX_SOURCE_BYTES) with room for the
+#: rest of the model, and derive in about a minute.
+MAX_SELF_COLLISION_CHECKS = 200
+
+
+def _check_self_collision_size(description: RobotDescription, contact: BodyContact) -> None:
+    """A one-line URDFError naming the model and the largest pairs where `contact` (the
+    ``<self_collision>``) makes more checks than :data:`MAX_SELF_COLLISION_CHECKS`."""
+    if len(contact.checks) <= MAX_SELF_COLLISION_CHECKS:
+        return
+    sizes = sorted(((sum(len(c) for _, _, c in group), pair) for pair, group in contact.groups), reverse=True)
+    largest = ", ".join(f"{a}:{b} ({n})" for n, (a, b) in sizes[:4])
+    raise URDFError(description.source, f"mb_sim self_collision '{contact.name}'",
+                    f"robot '{description.name}': {len(contact.checks)} point-shape checks in {len(contact.pairs)} link "
+                    f"pairs, above the {MAX_SELF_COLLISION_CHECKS} whose code mb_sim compiles in reasonable time; "
+                    f"restrict it with links=\"...\" or exclude=\"linkA:linkB ...\" (largest pairs: {largest})")
 
 
 def _lightest_body(description: RobotDescription, shapes: list) -> float | None:

@@ -17,6 +17,17 @@ so ``|f_t| <= mu f_n`` always (the friction cone) and friction is Coulomb's beyo
 velocity v_s, viscous below it.  All of h, k, c, p, mu, v_s are parameters of the ground (symbols,
 changeable at run time); defaults from the robot (:func:`default_parameters`).
 
+With ``<ground stiction="true">`` friction instead holds each contact point to an *anchor* a (its
+sticking point, world axes, three states per feature: Exudyn's contact): within a step
+
+    F   = -k_t (x - a)_t - c_t v_t,        f_t = F min(1, mu f_n / |F|)          (touching; else 0)
+
+so sliding friction is exactly ``mu f_n`` and sticking holds with a deflection ``|F| / k_t``; after
+each step (:meth:`GroundContact.anchor_updates`, the runtime's ``mb_finish_step``) a touching
+point keeps its anchor while ``k_t |(x - a)_t| <= mu f_n``, beyond it the anchor is dragged along
+to the cone's edge, and a point off the ground has its anchor at itself.  An anchor moves within
+a step only as the contact point moves over the material (a rolling sphere: ``w x (c - x)``).
+
 The forces are written in terms of the links' kinematics by the derivation
 (:meth:`GroundContact.kinematic_loads`), each shape's behind one test of its bounding sphere
 against the plane, so a shape far from the ground costs one dot product per evaluation.
@@ -24,16 +35,16 @@ against the plane, so a shape far from the ground costs one dot product per eval
 from __future__ import annotations
 
 import math
-from sympy import Expr, Float, Integer, Matrix, Piecewise, S, sqrt
+from sympy import Expr, Float, Integer, Matrix, Max, Piecewise, S, Symbol, sqrt
 from sympy.physics.mechanics import System
 
-from mb_sim.model.base import ConnectionBase
-from mb_sim.model.parameters import parameter
+from mb_sim.model.base import ConnectionBase, symbol_name
+from mb_sim.model.parameters import dynamic_symbol, parameter
 from mb_sim.urdf import CollisionDescription, GroundDescription
 from mb_sim.urdf.contact_geometry import ContactFeature, bounding_sphere, contact_features
 
 __all__ = ["CONTACT_STATE", "ContactFeature", "GroundContact", "contact_energy", "RIM_TILT", "contact_features",
-           "default_parameters"]
+           "default_parameters", "stiction_parameters", "updated_anchors"]
 
 #: Columns of a contact feature's row in the ``contact_states`` output (world axes, SI units).
 CONTACT_STATE = ("x", "y", "z", "nx", "ny", "nz", "penetration", "penetration_rate", "normal_force",
@@ -49,6 +60,8 @@ DEFAULT_DAMPING_RATIO = 1.0
 SUPPORTS = 4
 #: The step the defaults keep RK4 stable at [s].
 REFERENCE_STEP = 1e-3
+#: A divisor's floor where it is divided by only when larger (NumPy evaluates every branch).
+_TINY = Float(1e-300)
 #: The default stick velocity [m/s]: friction's slope mu f_n / v_s keeps RK4 stable at 1 ms.
 DEFAULT_STICK_VELOCITY = 0.01
 
@@ -56,7 +69,11 @@ DEFAULT_STICK_VELOCITY = 0.01
 def default_parameters(mass: float, gravity: float, stiffness: float | None = None, exponent: float = 1.0,
                        lightest: float | None = None, friction: float = 1.0) -> dict[str, float]:
     """Stiffness, damping and stick velocity for a robot of total `mass` [kg] under `gravity`
-    [m/s^2] whose lightest body that can touch weighs `lightest` [kg].
+    [m/s^2] whose lightest contact point has the effective mass `lightest` [kg] (the ground passes
+    :func:`mb_sim.urdf.collision.contact_effective_mass`: a flat foot's toe or heel, which turns the
+    foot about its centre of mass, is several times lighter than the foot: G1's 608 g ankle link is
+    77 g at its toe, and sized by the link's mass the contact damping and friction slopes made its
+    foot roll at -6800/s, beyond RK4's -2785/s at 1 ms).
 
     Stiffness: the weight on one point penetrates :data:`DEFAULT_PENETRATION` (``k = m g / d0^p``,
     unless `stiffness` is given).  Damping: bouncing there, at ``d0 = (m g / k)^(1/p)`` where the
@@ -64,7 +81,8 @@ def default_parameters(mass: float, gravity: float, stiffness: float | None = No
     (``m g c = 2 zeta sqrt(k_0 m)``).  A light foot carries a share ``F = m g /``
     :data:`SUPPORTS` of the weight, so its damping ``F c`` and friction slope ``mu F / v_s`` act on
     its own small mass: both are bounded so that their rate times :data:`REFERENCE_STEP` stays
-    below 1 for that body (RK4 at 1 ms stays stable on a 60 g foot of a 13 kg quadruped)."""
+    below 1 for that mass (RK4 at 1 ms stays stable on Go1's and Solo12's feet and on G1's flat
+    feet)."""
     mass, gravity = max(mass, 1e-3), max(gravity, 1e-3)
     weight = mass * gravity
     stiffness = stiffness if stiffness is not None else weight / DEFAULT_PENETRATION ** exponent
@@ -76,6 +94,44 @@ def default_parameters(mass: float, gravity: float, stiffness: float | None = No
         damping = min(damping, lightest / (share * REFERENCE_STEP))
         stick = max(stick, friction * share * REFERENCE_STEP / lightest)
     return {"stiffness": stiffness, "damping": damping, "stick_velocity": stick}
+
+
+def stiction_parameters(mass: float, gravity: float, stiffness: float | None = None, exponent: float = 1.0,
+                        lightest: float | None = None) -> dict[str, float]:
+    """Default stiffness k_t [N/m] and damping c_t [N s/m] of the stiction spring of one contact point.
+
+    k_t is the normal law's slope at the default rest penetration (``p k d0^(p-1) = p m g / d0``
+    with ``d0 = (m g / k)^(1/p)``: k itself for p = 1), so a sticking point deflects about as far
+    sideways as it sinks.  c_t damps the `lightest` contact point's effective mass (as
+    :func:`default_parameters` takes it; else the whole robot's) critically on k_t, bounded as
+    that function bounds the normal damping: its rate ``c_t / m`` times :data:`REFERENCE_STEP`
+    stays at most 1 (RK4 stable at 1 ms)."""
+    mass, gravity = max(mass, 1e-3), max(gravity, 1e-3)
+    weight = mass * gravity
+    stiffness = stiffness if stiffness is not None else weight / DEFAULT_PENETRATION ** exponent
+    rest = (weight / stiffness) ** (1.0 / exponent)
+    tangential = exponent * weight / rest
+    body = lightest if lightest is not None and lightest > 0 else mass
+    damping = min(2 * math.sqrt(tangential * body), body / REFERENCE_STEP)
+    return {"stiction_stiffness": tangential, "stiction_damping": damping}
+
+
+def updated_anchors(rows, anchors, stiffness: float, friction: float):
+    """The anchors after a step (NumPy; as the generated ``state_updates``): per ``contact_states``
+    row (x, n, penetration, normal force) and anchor a (n x 3 arrays), a touching point keeps a
+    while ``k_t |(x - a)_t| <= mu f_n``, beyond it a is moved along ``(x - a)_t`` to that edge, a
+    point not touching gets ``a = x``."""
+    import numpy as np
+
+    rows, anchors = np.asarray(rows, float), np.asarray(anchors, float)
+    x, n, depth, f_n = rows[:, 0:3], rows[:, 3:6], rows[:, 6], rows[:, 8]
+    offset = x - anchors
+    slip = offset - np.sum(offset * n, axis=1)[:, None] * n
+    spring, cone = stiffness * np.linalg.norm(slip, axis=1), friction * f_n
+    beyond = spring > cone
+    dragged = x - slip * (cone / np.where(beyond, spring, 1.0))[:, None]
+    new = np.where(beyond[:, None], dragged, anchors)
+    return np.where((depth > 0)[:, None], new, x)
 
 
 class GroundContact(ConnectionBase):
@@ -95,7 +151,14 @@ class GroundContact(ConnectionBase):
         self.features = [f for shape in self.shapes for f in contact_features(shape)]
         self._defaults = default_parameters(mass, gravity, description.stiffness, description.exponent, lightest,
                                             description.friction)
+        self._defaults.update(stiction_parameters(mass, gravity, description.stiffness, description.exponent, lightest))
         self.rows: list[Matrix] = []
+        #: With stiction: per feature its anchor (3 states, world axes), and after the derivation
+        #: the anchors' rates and values after a step (plain symbols), the tangential springs' energy.
+        self.anchors: list[Matrix] = []
+        self.anchor_rates: dict = {}
+        self.anchor_updates: dict = {}
+        self.stiction_energy: Expr = S.Zero
 
     def resolve(self, links: dict, joints: dict) -> None:
         """Nothing to look up: shapes name their links (checked by the URDF reader)."""
@@ -110,6 +173,31 @@ class GroundContact(ConnectionBase):
                                   "exponent": g.exponent, "friction": g.friction,
                                   "stick_velocity": value(g.stick_velocity, "stick_velocity")}, f"ground '{name}'")
         self.normal = Matrix([Integer(int(v)) if float(v).is_integer() else Float(float(v)) for v in g.normal])
+        if g.stiction:
+            self._define_stiction()
+
+    def _define_stiction(self) -> None:
+        """The stiction spring's parameters k_t, c_t and every feature's anchor (3 states)."""
+        g, d, name = self.ground_description, self._descriptions, self.name
+        for key, attribute, meaning in (("stiction_stiffness", "k_t", "stiffness k_t of the stiction spring [N/m]"),
+                                        ("stiction_damping", "c_t", "damping c_t of the stiction spring [N s/m]")):
+            given = getattr(g, key)
+            setattr(self, attribute, parameter(self, key, given if given is not None else self._defaults[key],
+                                               f"ground '{name}': {meaning}", d, keep_zero=True))
+        self.anchors = []
+        for k, feature in enumerate(self.features):
+            anchor = []
+            for axis in "xyz":
+                state = dynamic_symbol(self._add_prefix(f"anchor_{k}_{axis}"))
+                d[state] = f"anchor of {name}/{feature.name} along {axis} (stiction state, world) [m]"
+                anchor.append(state)
+            self.anchors.append(Matrix(anchor))
+
+    def electrical_states(self) -> list[tuple[Expr, Expr, Expr]]:
+        """With stiction, the anchors: ``(state, rate, 0)``; the rate (the contact point's motion
+        over the material, zero for a corner) is known after the derivation's contact loads, zero
+        before (only the states are read then)."""
+        return [(state, self.anchor_rates.get(state, S.Zero), S.Zero) for anchor in self.anchors for state in anchor]
 
     def shape_features(self) -> list[tuple[CollisionDescription, list[ContactFeature]]]:
         """Each shape with its features, in order."""
@@ -124,7 +212,8 @@ class GroundContact(ConnectionBase):
         the generated code skips a shape far from the plane (and its quantities read zero there).
         Sets ``rows``: per feature its ``contact_states`` row.
         """
-        loads, self.rows = [], []
+        loads, self.rows, self.anchor_rates, self.anchor_updates, self.stiction_energy = [], [], {}, {}, S.Zero
+        anchors = iter(self.anchors)
         for shape, features in self.shape_features():
             R, p, v, w = link_state(shape.link)
             centre, radius = bounding_sphere(features)
@@ -137,12 +226,15 @@ class GroundContact(ConnectionBase):
             down = guarded(R.T * self.normal, f"normal of ground '{self.name}' in {shape.link}'s axes")
             force, moment = Matrix([0, 0, 0]), Matrix([0, 0, 0])  # moment about the link's origin
             for feature in features:
+                anchor = next(anchors, None)
                 x, d, rate, f_n, f, m = self._feature_force(feature, (R, p, v, w), (level, down), guarded,
-                                                            f"{label} {feature.name}")
+                                                            f"{label} {feature.name}", anchor)
                 force += f
                 moment += m
                 exact_x, exact_d = self._contact_point(feature, R, p)
                 self.rows.append(Matrix([[*exact_x, *self.normal, exact_d, rate, f_n, *f]]))
+                if anchor is not None:
+                    self._anchor_update(anchor, exact_x, exact_d, f_n, temps, f"{label} {feature.name}")
             torque = moment + _cross(p - reference, force)
             loads.append((shape.link, guarded(force, f"contact force on {label}"),
                           guarded(torque, f"contact torque on {label} about the reference point")))
@@ -161,8 +253,49 @@ class GroundContact(ConnectionBase):
             x = centre - Float(feature.radius) * t / Piecewise((tilt, tilt > RIM_TILT), (Float(RIM_TILT), True))
         return x, self.height - self._dot(n, x)
 
+    def _anchor_update(self, anchor: Matrix, x: Matrix, d: Expr, f_n: Expr, temps, label: str) -> None:
+        """The anchor's value after a step (``anchor_updates``, the module docstring's rule) from
+        the feature's exact contact point `x`, penetration `d` and normal force `f_n`."""
+        a = Matrix([_plain(s) for s in anchor])
+        x = temps.matrix(x, f"contact point of {label} for its anchor (world)")
+        offset = x - a
+        slip = temps.matrix(offset - _dot(self.normal, offset) * self.normal,
+                            f"tangential offset of {label} from its anchor after the step (world)")
+        spring = temps.scalar(self.k_t * sqrt(_dot(slip, slip)), f"stiction spring force of {label} after the step")
+        cone = self.mu * f_n
+        for k, state in enumerate(anchor):
+            dragged = x[k] - slip[k] * cone / Max(spring, _TINY)
+            self.anchor_updates[state] = Piecewise((x[k], d <= 0), (dragged, spring > cone), (a[k], True))
+
+    def _stiction_force(self, feature: ContactFeature, x: Matrix, anchor: Matrix, velocity: Matrix, f_n: Expr,
+                        arms: tuple, touching, label: str) -> Matrix:
+        """The contact force (world) of a touching feature held to its `anchor` (the module
+        docstring's stiction law); sets the anchor's rate: the contact point's motion over the
+        material, ``w x (c - x)`` (zero for a corner; a cylinder's rim point sliding round the
+        rim as the axis tilts is left out)."""
+        n, a = self.normal, Matrix([_plain(s) for s in anchor])
+        R, w, centre, arm = arms
+        if feature.radius:
+            rolling = touching(R * _cross(w, centre - arm),
+                               f"motion of the contact point of {label} over its link (world)")
+        else:
+            rolling = Matrix([0, 0, 0])
+        for state, rate in zip(anchor, rolling):
+            self.anchor_rates[state] = rate
+        offset = x - a
+        slip = touching(offset - _dot(n, offset) * n, f"tangential offset of {label} from its anchor (world)")
+        slide = velocity - _dot(n, velocity) * n
+        spring = touching(-self.k_t * slip - self.c_t * slide, f"stiction spring-damper force of {label} (world)")
+        size = touching(Matrix([sqrt(_dot(spring, spring))]), f"size of the stiction force of {label}")[0]
+        cone = self.mu * f_n
+        scale = touching(Matrix([Piecewise((cone / Max(size, _TINY), size > cone), (S.One, True))]),
+                         f"friction cone factor of {label}")[0]
+        self.stiction_energy += touching(Matrix([self.k_t * _dot(slip, slip) / 2]),
+                                         f"energy of the stiction spring of {label}")[0]
+        return touching(f_n * n + scale * spring, f"contact force of {label} (world)")
+
     def _feature_force(self, feature: ContactFeature, link: tuple, plane: tuple, guarded,
-                       label: str) -> tuple[Matrix, Expr, Expr, Expr, Matrix, Matrix]:
+                       label: str, anchor: Matrix | None = None) -> tuple[Matrix, Expr, Expr, Expr, Matrix, Matrix]:
         """Contact point, penetration, its rate, normal force, force vector and its moment about the
         link's origin (world axes) of one feature.
 
@@ -186,7 +319,10 @@ class GroundContact(ConnectionBase):
             arm = touching(R.T * (x - p), f"contact point of {label} from its link's origin (link axes)")
         local = touching(v + _cross(w, arm), f"velocity of the contact point of {label} (link axes)")
         velocity = touching(R * local, f"velocity of the contact point of {label} (world)")
-        rate, f_n, f = contact_force(self, n, d, velocity, touching, label)
+        rate, f_n, f = contact_force(self, n, d, velocity, touching, label, friction=anchor is None)
+        if anchor is not None:
+            f = self._stiction_force(feature, x, anchor, velocity, f_n, (R, w, Matrix(feature.centre), arm),
+                                     touching, label)
         moment = touching(_cross(x - p, f), f"moment of the contact force of {label} about its link's origin")
         return x, d, rate, f_n, f, moment
 
@@ -207,15 +343,19 @@ def contact_energy(law, penetrations: list[Expr]) -> Expr:
                S.Zero)
 
 
-def contact_force(law, n: Matrix, d: Expr, velocity: Matrix, guarded, label: str) -> tuple[Expr, Expr, Matrix]:
+def contact_force(law, n: Matrix, d: Expr, velocity: Matrix, guarded, label: str,
+                  friction: bool = True) -> tuple[Expr, Expr, Matrix]:
     """Penetration rate, normal force and force (world) at a point penetrating `d` along the
     normal `n` with velocity `velocity` relative to the other side; `law` holds the parameters
-    k, c, p, mu, v_s (the module docstring's law), `guarded` names guarded temporaries."""
+    k, c, p, mu, v_s (the module docstring's law), `guarded` names guarded temporaries.
+    `friction` False: the force is None (the caller adds its own friction: stiction)."""
     rate = guarded(Matrix([-_dot(n, velocity)]), f"penetration rate of {label}")[0]
     pressing = 1 + law.c * rate
     f_n = guarded(Matrix([Piecewise((law.k * d ** law.p * pressing, (d > 0) & (pressing > 0)), (S.Zero, True))]),
                   f"normal contact force of {label}")[0]
-    tangential = velocity - _dot(n, velocity) * n
+    if not friction:
+        return rate, f_n, None
+    tangential = guarded(velocity - _dot(n, velocity) * n, f"slip velocity of {label} (world)")
     scale = guarded(Matrix([law.mu * f_n / sqrt(_dot(tangential, tangential) + law.v_s ** 2)]),
                     f"friction force per slip speed of {label}")[0]
     return rate, f_n, guarded(f_n * n - scale * tangential, f"contact force of {label} (world)")
@@ -243,6 +383,11 @@ def _guard(condition, temps):
 
 def _dot(a: Matrix, b: Matrix) -> Expr:
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _plain(state: Expr) -> Symbol:
+    """The plain symbol the derivation gives a state (as :class:`~mb_sim.symbolic.plain.PlainSymbols`)."""
+    return Symbol(symbol_name(state), real=True)
 
 
 def _cross(a: Matrix, b: Matrix) -> Matrix:

@@ -10,6 +10,8 @@ from mb_sim.model.body_contact import BodyContact
 from mb_sim.model.contact import GroundContact
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
+from mb_sim.model.actuators import DCMotor
+from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring
 from mb_sim.model.springs import SpringDamper
 from mb_sim.model.wheels import RollingWheel
 
@@ -41,6 +43,9 @@ class Robot(ModelBase):
         self.skipped_collisions: list = []
         #: The IMUs (mb_sim.urdf.IMUDescription: name, link, mounting): outputs, not loads.
         self.imus: list = []
+        #: The force-torque sensors (mb_sim.urdf.ForceTorqueDescription: name, joint, frame,
+        #: direction): outputs, not loads; see :meth:`force_torque_subtree`.
+        self.force_torques: list = []
         if root not in self._links:
             raise ComponentError(f"robot '{name}': root link '{root}' is not among its links")
         self.root_link = self._links[root]
@@ -129,6 +134,43 @@ class Robot(ModelBase):
     def define_all(self) -> None:
         super().define_all()
         self._check_unique_symbol_names()
+        for sensor in self.force_torques:
+            self.force_torque_subtree(sensor)
+
+    def force_torque_subtree(self, sensor) -> list[str]:
+        """The links on the child side of force-torque `sensor`'s joint (its child link and every
+        link below it, parents first): the side whose Newton-Euler balance gives the wrench through
+        the joint (:mod:`mb_sim.symbolic.force_torque`).  ComponentError naming the sensor and the
+        element when the joint does not exist, or when something besides that joint, gravity and
+        contacts joins the side to the rest (a loop joint, a spring-damper with one end outside, a
+        rolling wheel, a user load): the wrench through the joint cannot be told from the side's
+        motion then, and a wrong one is worse than none."""
+        label = f"force_torque sensor '{sensor.name}'"
+        if sensor.joint not in self._joints:
+            raise ComponentError(f"{label}: joint '{sensor.joint}' does not exist")
+        side = [self._joints[sensor.joint].joint_description.child]
+        for joint in self._joints.values():  # parents before children
+            if joint.joint_description.parent in side:
+                side.append(joint.joint_description.child)
+        inside = set(side)
+        for connection in self._others.values():
+            links = _connected_links(connection)
+            if isinstance(connection, (GroundContact, BodyContact, CoordinateConstraint)):
+                continue  # contact forces are summed on the side; coordinate constraints act along joints
+            if links is None or (inside & links and links - inside) or isinstance(connection, RollingWheel) and inside & links:
+                raise ComponentError(f"{label} on joint '{sensor.joint}': {type(connection).__name__} "
+                                     f"'{connection.name}' also joins the child side to the rest; its share of the "
+                                     "wrench is unknown, so the sensor is refused")
+        known = (Gravity, JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor)
+        touching = [self, *(self._links[name] for name in side),
+                    *(j for j in self._joints.values() if j.joint_description.child in inside)]
+        for component in touching:
+            for group in component.load_groups:
+                if type(group) not in known:
+                    raise ComponentError(f"{label} on joint '{sensor.joint}': load group '{group.name}' "
+                                         f"({type(group).__name__}) on {component!r} may act across the joint; "
+                                         "the sensor is refused")
+        return side
 
     def _check_unique_symbol_names(self) -> None:
         """Symbol names are component name + suffix, so names can collide (joint ``k``'s stop
@@ -205,6 +247,18 @@ def _describe_component(component: ComponentBase, indent: int) -> list[str]:
             lines.append(_symbol_line(symbol, description, values.get(symbol), indent + 1))
         lines += _describe_component(child, indent + 1)
     return lines
+
+
+def _connected_links(connection: ConnectionBase) -> set[str] | None:
+    """The names of the links a loop joint, spring-damper or rolling wheel acts on (None for a
+    connection of another kind: unknown)."""
+    if isinstance(connection, LoopJoint):
+        return {connection.loop_description.parent, connection.loop_description.child}
+    if isinstance(connection, SpringDamper):
+        return {marker.link for marker in connection.spring_description.markers}
+    if isinstance(connection, RollingWheel):
+        return {connection.wheel_description.link}
+    return None
 
 
 def _check_inputs(inputs: list[Input], joints: dict) -> None:

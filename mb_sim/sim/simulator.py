@@ -22,7 +22,7 @@ from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
 from mb_sim.urdf import URDFError
 from mb_sim.urdf.inertia import SINGULAR
-from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, stepper
+from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, move_anchors, stepper
 from mb_sim.sim.stiff_dissipation import stiff_joints
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import AssemblyError, AssemblyWarning, EffortLimitWarning, JointLimitWarning, SimulationError
@@ -32,6 +32,7 @@ from mb_sim.sim.runaway import (
 )
 from mb_sim.symbolic.constraints import independent_rows
 from mb_sim.sim.imu import ImuNoise, ImuReading, ImuSet
+from mb_sim.sim.force_torque import ForceTorqueSet, Wrench
 from mb_sim.sim.outputs import (
     ConstraintErrors, ConstraintReaction, ContactState, ContactWrench, MotorState, SimulationOutputs, SpringState,
     Trajectory,
@@ -123,7 +124,7 @@ class Simulator:
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
                  servo_feed_forward: bool | None = None, initial_positions: Mapping[str, float] | None = None,
                  floating_base: bool = False, xacro_args: Mapping[str, object] | None = None,
-                 ground: bool = False) -> None:
+                 ground: bool | str | Sequence[str] = False) -> None:
         self._stepper = stepper(integrator)  # ValueError naming the choices
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
@@ -166,6 +167,7 @@ class Simulator:
         self._effective_inertia: np.ndarray | None = None  # computed when first needed
         self._tune_stops()
         self.servos = self._make_servos(servo_frequency, servo_feed_forward)
+        move_anchors(self, to_contact_points=True)  # stiction anchors at the contact points
         self._initial = (self.q, self.u, self.z, 0.0)
         self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
 
@@ -522,6 +524,8 @@ class Simulator:
             b.z[:] = self._vector(z, len(b.z), "z")
         if time is not None:
             self.time = float(time)
+        if z is None:
+            move_anchors(self, to_contact_points=True)  # stiction anchors: the body set down unstressed
         self.runaway.restart()
         if as_initial:
             self._initial = (self.q, self.u, self.z, self.time)
@@ -1048,6 +1052,29 @@ class Simulator:
         if self.servos.active:
             self.servos.refresh(self.time)
         return self._imu_set().read(self.time, names)
+
+    # -- force-torque sensors -------------------------------------------------------------------
+    @property
+    def force_torque_names(self) -> list[str]:
+        """The robot's force-torque sensors (``<mb_sim><force_torque>``, Gazebo ``<sensor
+        type="force_torque">``)."""
+        return self._force_torque_set().names
+
+    def force_torque(self, name: str) -> Wrench:
+        """Sensor `name`'s ``(force, torque)`` at the current state: the wrench through its joint
+        (see :mod:`mb_sim.sim.force_torque`); KeyError naming the sensors for an unknown name."""
+        return self.force_torques([name])[name]
+
+    def force_torques(self, names: list[str] | None = None) -> dict[str, Wrench]:
+        """Readings of sensors `names` (all: None) at the current state, by name."""
+        if self.servos.active:
+            self.servos.refresh(self.time)
+        return self._force_torque_set().read(self.time, names)
+
+    def _force_torque_set(self) -> ForceTorqueSet:
+        if getattr(self, "_force_torque_cache", None) is None:
+            self._force_torque_cache = ForceTorqueSet(self.robot, self.model)
+        return self._force_torque_cache
 
 
 def _spring_states(names: list[str], rows: np.ndarray) -> dict[str, SpringState]:

@@ -11,6 +11,7 @@ from mb_sim.model import FloatingJoint, JointDissipation, Robot
 from mb_sim.model.contact import contact_energy
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, EquationsOfMotion
+from mb_sim.symbolic.force_torque import force_torque_outputs
 from mb_sim.symbolic.imu import imu_outputs
 from mb_sim.symbolic.kane import derive_kane
 from mb_sim.symbolic.plain import PlainSymbols
@@ -67,7 +68,10 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
     contacts = [c for c in robot.walk() if hasattr(c, "kinematic_loads")]  # ground planes, contact pairs
     potential = kane.potential_energy + sum(plain.convert(c.potential_energy()) for c in robot.walk())
     potential += sum((contact_energy(c, [row[6] for row in c.rows]) for c in contacts), 0)
+    potential += sum((getattr(c, "stiction_energy", 0) for c in contacts), 0)
+    states = electrical_states(robot)  # again: a ground's stiction anchors know their rates after its loads
     imu_jacobians, imu_states = imu_outputs(robot, kane.links, len(plain.u))
+    ft_jacobians, ft_states = force_torque_outputs(robot, kane.links, len(plain.u), temps)
     outputs = {
         "mass_matrix": kane.mass_matrix,
         "forcing": kane.forcing,
@@ -90,7 +94,12 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "contact_states": Matrix.vstack(zeros(0, CONTACT_STATE_COLUMNS), *[row for c in contacts for row in c.rows]),
         "imu_jacobians": imu_jacobians,
         "imu_states": imu_states,
+        "ft_jacobians": ft_jacobians,
+        "ft_states": ft_states,
     }
+    updates = {state: value for c in contacts for state, value in getattr(c, "anchor_updates", {}).items()}
+    if updates:  # stiction anchors: every electrical state's value after a step (mb_finish_step)
+        outputs["state_updates"] = Matrix([updates.get(s, plain.plain(s)) for s, _, _ in states])
     parameters = robot.parameters
     descriptions = {**{plain.plain(k): v for k, v in robot.descriptions.items() if plain.knows(k)},
                     **{k: v for k, v in robot.descriptions.items() if k in parameters},
@@ -112,6 +121,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         dissipation_rows=dissipation_rows(robot),
         contact_names=[f"{c.name}/{f.name}" for c in contacts for f in c.features],
         imu_names=[imu.name for imu in robot.imus],
+        force_torque_names=[sensor.name for sensor in getattr(robot, "force_torques", [])],
     )
 
 

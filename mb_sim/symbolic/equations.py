@@ -47,7 +47,17 @@ name                   shape          meaning
 ``imu_states``         (n_i, 12)      per IMU: its link's angular velocity, origin velocity,
                                       angular acceleration bias, origin acceleration bias
                                       minus gravity (world axes; the u'-free parts)
+``ft_jacobians``       (6 n_f, n_u)   per force-torque sensor (``force_torque_names``): d(force,
+                                      torque about the joint origin)/du' of the wrench on the
+                                      joint's child side (world; :mod:`mb_sim.symbolic.force_torque`)
+``ft_states``          (n_f, 6)       per force-torque sensor: that wrench's u'-free part, its
+                                      weight included (contacts are added at run time)
 =====================  =============  ===========================================================
+
+Optional, only in a model with a ground's stiction anchors (not in ``OUTPUT_NAMES``, no block of
+the flat output vector): ``state_updates`` (n_z, 1), every electrical state's value after a step
+(the anchors moved as :mod:`mb_sim.model.contact` says, the others as they are), which the
+integrators copy into z after each step (C: ``mb_state_updates`` in ``mb_finish_step``).
 
 Constrained accelerations solve ``[M A^T; A 0] [u'; lam] = [F; -c]``; the generalized
 constraint forces are then ``-A^T lam``, and a loop joint's reaction on its child is
@@ -65,13 +75,13 @@ from dataclasses import dataclass, field
 
 from sympy import Expr, Matrix, Symbol
 
-__all__ = ["CONTACT_STATE_COLUMNS", "IMU_JACOBIAN_ROWS", "IMU_STATE_COLUMNS", "EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
+__all__ = ["CONTACT_STATE_COLUMNS", "FT_JACOBIAN_ROWS", "FT_STATE_COLUMNS", "IMU_JACOBIAN_ROWS", "IMU_STATE_COLUMNS", "EquationsOfMotion", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 
 OUTPUT_NAMES = (
     "mass_matrix", "forcing", "qdot", "kinematic_map", "phi", "phi_jacobian", "constraint_matrix",
     "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
     "constraint_wrenches", "spring_states", "spring_lengths", "electrical_rates", "electrical_decay",
-    "motor_states", "contact_states", "imu_jacobians", "imu_states",
+    "motor_states", "contact_states", "imu_jacobians", "imu_states", "ft_jacobians", "ft_states",
 )
 #: Columns of the spring_states output.
 SPRING_STATE_COLUMNS = 12
@@ -79,6 +89,8 @@ SPRING_STATE_COLUMNS = 12
 CONTACT_STATE_COLUMNS = 12
 #: Columns of the imu_states output, rows of the imu_jacobians output per IMU.
 IMU_STATE_COLUMNS, IMU_JACOBIAN_ROWS = 12, 6
+#: Columns of the ft_states output, rows of the ft_jacobians output per force-torque sensor.
+FT_STATE_COLUMNS, FT_JACOBIAN_ROWS = 6, 6
 
 
 @dataclass
@@ -139,6 +151,7 @@ class EquationsOfMotion:
     dissipation_rows: list[int] = field(default_factory=list)
     contact_names: list[str] = field(default_factory=list)
     imu_names: list[str] = field(default_factory=list)
+    force_torque_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if "kinematic_map" not in self.outputs and "qdot" in self.outputs:
@@ -151,7 +164,9 @@ class EquationsOfMotion:
                     "motor_states": (len(self.motor_names), 4),
                     "contact_states": (len(self.contact_names), CONTACT_STATE_COLUMNS),
                     "imu_jacobians": (IMU_JACOBIAN_ROWS * len(self.imu_names), self.n_u),
-                    "imu_states": (len(self.imu_names), IMU_STATE_COLUMNS)}
+                    "imu_states": (len(self.imu_names), IMU_STATE_COLUMNS),
+                    "ft_jacobians": (FT_JACOBIAN_ROWS * len(self.force_torque_names), self.n_u),
+                    "ft_states": (len(self.force_torque_names), FT_STATE_COLUMNS)}
         for name, shape in defaults.items():
             self.outputs.setdefault(name, Matrix.zeros(*shape))
 

@@ -29,7 +29,7 @@ WIDTH = 100
 
 _SHOWN = (("mass_matrix", "Mass matrix M(q)"), ("forcing", "Forcing F(q, u, inputs, t), M u' = F"),
           ("qdot", "Kinematic differential equations q' ="),
-          ("electrical_rates", "Electrical states (motor currents) z' ="),
+          ("electrical_rates", "Further states z (motor currents, stiction anchors) z' ="),
           ("phi", "Holonomic constraints Phi(q) = 0"),
           ("constraint_matrix", "Velocity constraints: A(q) in A u + b = 0"),
           ("constraint_bias", "Velocity constraints: b(q, t)"),
@@ -45,12 +45,12 @@ def _show(expr, style: str, names: dict[Symbol, str] | None = None) -> str:
 
 def format_equations(eom: EquationsOfMotion, style: str = "pretty") -> str:
     """The symbols, temporaries (in evaluation order) and outputs of `eom` as text or LaTeX."""
-    electrical = f"{eom.n_z} electrical states, " if eom.n_z else ""
+    electrical = f"{eom.n_z} further states (motor currents, stiction anchors), " if eom.n_z else ""
     lines = [f"Equations of motion of '{eom.name}' ({eom.n_q} coordinates, {eom.n_u} speeds, {electrical}"
              f"{len(eom.inputs)} inputs, {eom.n_constraints} constraints)", "", "Symbols:"]
     values = dict(zip(eom.parameters, eom.parameter_values))
     names = latex_names(eom) if style == "latex" else {}
-    for group, symbols in (("coordinate", eom.q), ("speed", eom.u), ("electrical state", eom.z), ("input", eom.inputs),
+    for group, symbols in (("coordinate", eom.q), ("speed", eom.u), ("further state", eom.z), ("input", eom.inputs),
                            ("parameter", eom.parameters)):
         for symbol in symbols:
             value = f" = {values[symbol]:.6g}" if symbol in values else ""
@@ -180,7 +180,7 @@ def _describe_operations(counts: Counter) -> str:
 def _sizes(eom: EquationsOfMotion) -> list[str]:
     """Sizes of M and F (and the constraints), the temporaries and what evaluating them costs."""
     mass, forcing = eom.outputs["mass_matrix"], eom.outputs["forcing"]
-    electrical = f", {eom.n_z} electrical states" if eom.n_z else ""
+    electrical = f", {eom.n_z} further states (motor currents, stiction anchors)" if eom.n_z else ""
     lines = [f"Sizes: {eom.n_q} coordinates, {eom.n_u} speeds{electrical}, {len(eom.inputs)} inputs, "
              f"{len(eom.parameters)} parameters, {eom.n_constraints} constraint rows",
              f"  M: {mass.rows} x {mass.cols} (symmetric), F: {forcing.rows} x {forcing.cols}",

@@ -16,7 +16,7 @@ from mb_sim.symbolic.derive import joint_efforts
 __all__ = ["topology_signature", "topology_key", "DERIVATION_VERSION"]
 
 #: Bump when the derivation changes what it produces for the same model.
-DERIVATION_VERSION = "3"
+DERIVATION_VERSION = "4"
 
 
 def _vector_terms(vector) -> list[str]:
@@ -47,6 +47,7 @@ def topology_signature(robot: Robot) -> dict:
         "nonholonomic": [str(c) for c in system.nonholonomic_constraints],
         **_kinematic_loads(robot),
         **_imus(robot),
+        **_force_torques(robot),
     }
 
 
@@ -55,6 +56,13 @@ def _imus(robot: Robot) -> dict:
     nothing for a robot without IMUs, so other robots keep their cached builds."""
     imus = [[imu.name, imu.link] for imu in getattr(robot, "imus", [])]
     return {"imus": imus} if imus else {}
+
+
+def _force_torques(robot: Robot) -> dict:
+    """The force-torque sensors' names and joints (their outputs' rows); nothing for a robot
+    without them, so other robots keep their cached builds."""
+    sensors = [[sensor.name, sensor.joint] for sensor in getattr(robot, "force_torques", [])]
+    return {"force_torques": sensors} if sensors else {}
 
 
 def _kinematic_loads(robot: Robot) -> dict:

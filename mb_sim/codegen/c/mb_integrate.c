@@ -12,9 +12,12 @@ static int mb_all_finite(const double *x, int n)
     return 1;
 }
 
-/* Check and project the state x = [q; u; z] reached at the end of a step, at time t.  Returns
- * 0, 3 if it is not finite (checked first, so a diverging model reports 3 rather than a failing
- * projection, and again after the projection), or 4 if the projection fails. */
+/* Check and project the state x = [q; u; z] reached at the end of a step, at time t, then (a
+ * model with a ground's stiction anchors: MB_HAS_STATE_UPDATES, generated mb_state_updates) move
+ * the anchors as the step's end says (kept, dragged to the friction cone, or at the contact
+ * point off the ground).  Returns 0, 3 if it is not finite (checked first, so a diverging model
+ * reports 3 rather than a failing projection, and again after the projection), or 4 if the
+ * projection fails. */
 static int mb_finish_step(double *x, const double *inputs, const double *params, double t,
                           const double *enabled)
 {
@@ -23,6 +26,13 @@ static int mb_finish_step(double *x, const double *inputs, const double *params,
         return 3;
     if ((status = mb_project_state(x, x + MB_N_Q, inputs, params, t, enabled)))
         return status;
+#ifdef MB_HAS_STATE_UPDATES
+    {
+        double updated[MB_N_Z];
+        mb_state_updates(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, inputs, params, t, updated);
+        memcpy(x + MB_N_Q + MB_N_U, updated, sizeof(double) * MB_N_Z);
+    }
+#endif
     return mb_all_finite(x, MB_N_STATE) ? 0 : 3;
 }
 
