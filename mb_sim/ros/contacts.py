@@ -26,6 +26,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from mb_sim.ros.constraint_services import token_names
 from mb_sim.ros.conversions import wrench_stamped
+from mb_sim.ros.subscribers import SubscriberGroup, counted_publisher
 
 __all__ = ["CONTACT_WRENCH_TOPIC", "CONTACT_MARKERS_TOPIC", "NAMESPACE", "FORCE_SCALE", "ContactTopics",
            "contact_markers", "contact_wrench_topics", "wrench_in_link_frame"]
@@ -92,6 +93,7 @@ class ContactTopics:
 
     `links` are the contact links (``SimulationOutputs.contact_wrenches`` keys), `frames` their TF
     frame ids, `contact_names` the features (``model.contact_names``, marker ids by index).
+    Subscriber counts follow the middleware's matched events (:mod:`mb_sim.ros.subscribers`).
     """
 
     def __init__(self, node, links: Iterable[str], frames: Mapping[str, str], world_frame: str,
@@ -100,23 +102,25 @@ class ContactTopics:
         self.frames = {link: frames[link] for link in self.topics}
         self.world_frame, self.scale = world_frame, scale
         self.ids = {name: index for index, name in enumerate(contact_names)}
-        self._wrench_pubs = {link: node.create_publisher(WrenchStamped, topic, 10)
+        self._wrench_pubs = {link: counted_publisher(node, WrenchStamped, topic, 10)
                              for link, topic in self.topics.items()}
-        self._markers_pub = node.create_publisher(MarkerArray, CONTACT_MARKERS_TOPIC, 10)
+        self._markers_pub = counted_publisher(node, MarkerArray, CONTACT_MARKERS_TOPIC, 10)
+        self._subscribers = SubscriberGroup([*self._wrench_pubs.values(), self._markers_pub])
 
     def listened(self) -> bool:
-        """Whether anybody subscribes to one of the topics."""
-        return any(_listened(p) for p in [*self._wrench_pubs.values(), self._markers_pub])
+        """Whether anybody subscribes to one of the topics (as last asked: see the class)."""
+        return self._subscribers.any()
 
     def publish(self, out, time: Time) -> None:
         """The wrenches and markers of `out` (:class:`~mb_sim.sim.outputs.SimulationOutputs`),
         stamped `time`; topics nobody subscribes to are skipped."""
-        for link, publisher in self._wrench_pubs.items():
-            if _listened(publisher):
+        *wrenches_listened, markers_listened = self._subscribers.flags()
+        for (link, publisher), listened in zip(self._wrench_pubs.items(), wrenches_listened):
+            if listened:
                 wrench = out.contact_wrenches[link]
                 force, torque = wrench_in_link_frame(wrench.force, wrench.torque, out.link_poses[link])
                 publisher.publish(wrench_stamped(self.frames[link], force, torque, time))
-        if _listened(self._markers_pub):
+        if markers_listened:
             self._markers_pub.publish(contact_markers(out.contacts, self.ids, self.world_frame, time, self.scale))
 
     def description(self) -> str:
@@ -126,6 +130,3 @@ class ContactTopics:
                 f"[{links}]; arrows on {CONTACT_MARKERS_TOPIC} (visualization_msgs/MarkerArray, frame "
                 f"{self.world_frame}, {self.scale:g} N per metre)")
 
-
-def _listened(publisher) -> bool:
-    return publisher.get_subscription_count() > 0

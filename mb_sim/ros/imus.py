@@ -16,6 +16,7 @@ from builtin_interfaces.msg import Time
 from sensor_msgs.msg import Imu
 
 from mb_sim.ros.constraint_services import token_names
+from mb_sim.ros.subscribers import SubscriberGroup, counted_publisher
 from mb_sim.urdf.rotations import rpy_to_matrix
 
 __all__ = ["IMU_TOPIC", "ImuTopics", "imu_message"]
@@ -72,11 +73,12 @@ class ImuTopics:
         self.topics = token_names([imu.name for imu in imus], IMU_TOPIC, "IMUs", "topic")
         self.frames = {imu.name: frames[imu.link] for imu in imus}
         self.mountings = {imu.name: rpy_to_matrix(np.asarray(imu.rpy, dtype=float)) for imu in imus}
-        self._pubs = {name: node.create_publisher(Imu, topic, 10) for name, topic in self.topics.items()}
+        self._pubs = {name: counted_publisher(node, Imu, topic, 10) for name, topic in self.topics.items()}
+        self._subscribers = SubscriberGroup(self._pubs.values())
 
     def listened(self) -> bool:
-        """Whether anybody subscribes to an IMU topic."""
-        return any(pub.get_subscription_count() > 0 for pub in self._pubs.values())
+        """Whether anybody subscribes to an IMU topic (matched events: :mod:`mb_sim.ros.subscribers`)."""
+        return self._subscribers.any()
 
     def publish(self, readings: Mapping, time: Time) -> None:
         """Publish `readings` (:meth:`mb_sim.sim.Simulator.imus`)."""

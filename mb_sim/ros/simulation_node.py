@@ -49,6 +49,7 @@ from mb_sim.model import ComponentError, Robot, load_urdf
 from mb_sim.resources import robot_path
 from mb_sim.ros.constraint_services import constraint_service_names, constraint_wrench_topics
 from mb_sim.ros.contacts import ContactTopics
+from mb_sim.ros.force_torque import ForceTorqueTopics
 from mb_sim.ros.imus import ImuTopics
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
 from mb_sim.session.command_router import COMMAND_TOPICS, ROS2_CONTROL_TOPIC
@@ -60,6 +61,7 @@ from mb_sim.ros.reactions import loop_wrenches
 from mb_sim.ros.simulation_interfaces_server import SimulationInterfacesServer
 from mb_sim.ros.springs import spring_markers
 from mb_sim.ros.state_messages import StateMessages
+from mb_sim.ros.subscribers import counted_publisher, listened as _listened
 from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses, frame_tree
 from mb_sim.sim.simulator import STATE_MAGNITUDE
 from mb_sim.session.pacing import (
@@ -195,21 +197,22 @@ class SimulationNode(Node):
         self._log_start()
 
     def _create_interfaces(self) -> None:
-        self._joint_pub = self.create_publisher(JointState, "joint_states", 10)  # in the node's namespace
-        self._tf_pub = self.create_publisher(TFMessage, "/tf", TF_QOS)
+        self._joint_pub = counted_publisher(self, JointState, "joint_states", 10)  # in the node's namespace
+        self._tf_pub = counted_publisher(self, TFMessage, "/tf", TF_QOS)
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
-        self._odom_pub = self.create_publisher(Odometry, "odom", 10) if self._tree.odometry else None
+        self._odom_pub = counted_publisher(self, Odometry, "odom", 10) if self._tree.odometry else None
         self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10) if self.publish_clock else None
         self._description_pub = (None if self._description_topic == self.resolve_topic_name("robot_description")
                                  else self.create_publisher(String, "robot_description", LATCHED_QOS))
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._wrench_pubs = [self.create_publisher(WrenchStamped, wrench.topic, 10) for wrench in self._wrenches]
-        self._springs_pub = (self.create_publisher(MarkerArray, SPRINGS_TOPIC, 10) if self.robot.spring_dampers
+        self._wrench_pubs = [counted_publisher(self, WrenchStamped, wrench.topic, 10) for wrench in self._wrenches]
+        self._springs_pub = (counted_publisher(self, MarkerArray, SPRINGS_TOPIC, 10) if self.robot.spring_dampers
                              else None)
-        self._motor_states_pub = (self.create_publisher(Float64MultiArray, MOTOR_STATES_TOPIC, 10) if self.sim.motors
+        self._motor_states_pub = (counted_publisher(self, Float64MultiArray, MOTOR_STATES_TOPIC, 10) if self.sim.motors
                                   else None)
         self._contacts = self._contact_topics()
         self._imus = self._imu_topics()
+        self._force_torques = self._force_torque_topics()
 
         message_types = {"effort_commands": Float64MultiArray, "joint_commands": JointState,
                          "voltage_commands": Float64MultiArray, "voltage_joint_commands": JointState,
@@ -221,7 +224,7 @@ class SimulationNode(Node):
                                      for system, sub in zip(self._ros2_control, self._ros2_control_subs)}
         # the hardware subscribes with SensorDataQoS: best effort, the latest few
         # one publisher per state topic: two elements reading one topic would get each message twice
-        self._ros2_control_pubs = [self.create_publisher(JointState, topic, qos_profile_sensor_data) for topic
+        self._ros2_control_pubs = [counted_publisher(self, JointState, topic, qos_profile_sensor_data) for topic
                                    in dict.fromkeys(self.resolve_topic_name(s.states_topic) for s in self._ros2_control)]
         self._command_subs = {topic: self.create_subscription(
             message_types[topic], f"~/{topic}", lambda message, topic=topic: self._on_command(topic, message), 10)
@@ -297,7 +300,7 @@ class SimulationNode(Node):
         self.declare_parameter("servo_frequency", 10.0, _descriptor(
             "Natural frequency [Hz] of the joint servos' default gains (critically damped about each joint's "
             "smallest effective inertia); gains.<joint>.p and .d override them.", numeric=True))
-        self.declare_parameter("servo_feed_forward", True, _descriptor(
+        self.declare_parameter("servo_feed_forward", Parameter.Type.BOOL, _descriptor(
             "Whether position, velocity and trajectory servos add the computed-torque feed-forward to their "
             "PD law (they then follow their references exactly within the effort limits); false: plain PD. Not "
             "set: off for a robot with contacts (it would cancel the ground's push at the joints)."))
@@ -344,8 +347,10 @@ class SimulationNode(Node):
         self.record_file = self._string("record_file", allow_empty=True)
         self.allow_partial = self.get_parameter("allow_partial_joints_goal").value is True
         self.servo_frequency = self._number("servo_frequency", lambda v: 0 < v <= 1e4, "must be in (0, 10000] Hz")
-        given = "servo_feed_forward" in getattr(self, "_parameter_overrides", {"servo_feed_forward": None})
-        self.servo_feed_forward = (self.get_parameter("servo_feed_forward").value is not False) if given else None
+        try:  # declared without a value: not set unless given
+            self.servo_feed_forward = self.get_parameter("servo_feed_forward").value is not False
+        except ParameterUninitializedException:
+            self.servo_feed_forward = None
 
     def _bounded(self, name: str) -> float:
         """The value of a parameter of PARAMETER_BOUNDS (also before it could be declared)."""
@@ -687,6 +692,27 @@ class SimulationNode(Node):
         except (ValueError, KeyError) as err:
             raise StartupError(f"robot '{self.robot.name}': IMUs: {err}") from None
 
+    def _force_torque_topics(self) -> ForceTorqueTopics | None:
+        """The force-torque publishers (:mod:`mb_sim.ros.force_torque`), robots with sensors only."""
+        if not self.robot.force_torques:
+            return None
+        frames = {edge.child_link: edge.child_frame for edge in [*self._tree.moving, *self._tree.static]}
+        frames.setdefault(self.robot.root_link.name, self.world_frame)
+        try:
+            return ForceTorqueTopics(self, self.robot.force_torques, self.robot.joints, frames)
+        except (ValueError, KeyError) as err:
+            raise StartupError(f"robot '{self.robot.name}': force-torque sensors: {err}") from None
+
+    def _publish_force_torques(self) -> None:
+        """The force-torque readings (forward dynamics: only while someone subscribes)."""
+        try:
+            readings = self.sim.force_torques()
+        except FactorizationError as err:
+            self.get_logger().warning(f"no force-torque readings at sim time {self.sim.time:.6g} s: the forward "
+                                      f"dynamics failed ({err})", throttle_duration_sec=WARNING_THROTTLE)
+            return
+        self._force_torques.publish(readings, stamp(self.sim.time))
+
     def _publish_imus(self) -> None:
         """The IMUs' readings (forward dynamics: only while someone subscribes)."""
         try:
@@ -736,6 +762,8 @@ class SimulationNode(Node):
             log.info(self._contacts.description())
         if self._imus is not None:
             log.info(self._imus.description())
+        if self._force_torques is not None:
+            log.info(self._force_torques.description())
         if abs(self.period_steps * self.dt * self.publish_rate - 1.0) > 1e-6:
             log.warning(f"1/publish_rate is not a multiple of physics_dt: a publish period of sim time is "
                         f"{self.period_steps} steps ({self.period_steps * self.dt:g} s)")
@@ -1058,7 +1086,8 @@ class SimulationNode(Node):
     def publish_state(self) -> None:
         """/joint_states, /tf, /odom (serialized once, patched: :mod:`mb_sim.ros.state_messages`),
         the wrenches, springs and motor states of robots that have them, then /clock.  A topic
-        nobody subscribes to is not computed (what lets a headless run go faster)."""
+        nobody subscribes to is not computed (what lets a headless run go faster); the subscriber
+        counts follow the middleware's matched events (:mod:`mb_sim.ros.subscribers`)."""
         wrenches = any(_listened(pub) for pub in self._wrench_pubs)
         out = (self._state_outputs(wrenches) if wrenches or _listened(self._springs_pub)
                or _listened(self._motor_states_pub) or (self._contacts is not None and self._contacts.listened())
@@ -1082,6 +1111,8 @@ class SimulationNode(Node):
             self._publish_extras(out)
         if self._imus is not None and self._imus.listened():
             self._publish_imus()
+        if self._force_torques is not None and self._force_torques.listened():
+            self._publish_force_torques()
         if self._clock_pub is not None:
             self._clock_pub.publish(state.clock)
         self._last_clock = time.monotonic()
@@ -1194,11 +1225,6 @@ def _log_outcome(logger, success: bool, message: str) -> None:
         logger.info(message)
     else:
         logger.warning(message)
-
-
-def _listened(publisher) -> bool:
-    """Whether `publisher` exists and has a subscriber."""
-    return publisher is not None and publisher.get_subscription_count() > 0
 
 
 def _largest(values: np.ndarray) -> float:

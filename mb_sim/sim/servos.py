@@ -90,6 +90,10 @@ class JointServos:
         self._plans: dict[str, list[Segment]] = {}
         self._begins: dict[str, list[float]] = {}  # per plan, its segments' begins (bisected)
         self._kinds: dict[str, str] = {}
+        # What the table's rows were written for (see refresh): the span of time + 1e-12 over
+        # which the same segments are in force, and the gains and feed-forward used.
+        self._written_gains: dict[str, tuple[float, float]] = {}
+        self._written_feed_forward = feed_forward
         self.clear()
 
     @property
@@ -114,6 +118,7 @@ class JointServos:
         if not (math.isfinite(kp) and math.isfinite(kd) and kp >= 0 and kd >= 0):
             raise ValueError(f"joint {joint!r}: servo gains must be finite and not negative, got kp={kp}, kd={kd}")
         self.gains[joint] = (float(kp), float(kd))
+        self._invalidate()
 
     def hold_position(self, joint: str, position: float, velocity: float = 0.0, now: float = 0.0) -> None:
         """Servo `joint` to `position` (with a velocity reference `velocity`, 0: hold still)."""
@@ -133,6 +138,7 @@ class JointServos:
         self._check(joint)
         self._plans[joint], self._kinds[joint] = segments, kind
         self._begins[joint] = [segment.begin for segment in segments]
+        self._invalidate()
         self.refresh(segments[0].begin)
 
     def plan(self, joint: str) -> list[Segment]:
@@ -153,6 +159,7 @@ class JointServos:
         self._plans.pop(joint, None)
         self._begins.pop(joint, None)
         self._kinds.pop(joint, None)
+        self._invalidate()
         self.refresh(self._refreshed)
 
     def clear(self) -> None:
@@ -162,6 +169,7 @@ class JointServos:
         self._kinds.clear()
         self._table[0] = 0.0
         self._refreshed = 0.0
+        self._invalidate()
 
     @property
     def active(self) -> bool:
@@ -178,16 +186,35 @@ class JointServos:
 
     def refresh(self, time: float) -> float:
         """Write the rows in force at `time` into the table; the next time a segment begins
-        (inf: none)."""
-        upcoming, row = math.inf, 0
+        (inf: none).  The rows are rewritten only when they would change: a command, a release,
+        new gains (:meth:`set_gains` or ``gains`` assigned), ``feed_forward`` changed, or `time`
+        on the other side of a segment's begin than at the last write; otherwise the table
+        already holds exactly those rows, and a refresh per publish period costs a comparison."""
         self._refreshed = time
+        key = time + 1e-12  # as segment() bisects
+        if (self._valid_from <= key < self._valid_until and self.feed_forward == self._written_feed_forward
+                and self.gains == self._written_gains):
+            return self._valid_until
+        return self._rewrite(time, key)
+
+    def _rewrite(self, time: float, key: float) -> float:
+        """Write every row in force at `time`; remember the span of `key` (time + 1e-12) over which
+        the same segments are in force: from the latest begin passed to the earliest one not."""
+        upcoming, passed, row = math.inf, -math.inf, 0
         for joint, begins in self._begins.items():
-            following = bisect_right(begins, time + 1e-12)
+            following = bisect_right(begins, key)
             upcoming = min(upcoming, begins[following]) if following < len(begins) else upcoming
+            passed = max(passed, begins[following - 1]) if following > 0 else passed
             self._write(row, joint, self.segment(joint, time))
             row += 1
         self._table[0] = row
+        self._valid_from, self._valid_until = passed, upcoming
+        self._written_gains, self._written_feed_forward = dict(self.gains), self.feed_forward
         return upcoming
+
+    def _invalidate(self) -> None:
+        """The rows written no longer stand: the next refresh rewrites them."""
+        self._valid_from, self._valid_until = math.inf, -math.inf
 
     def _write(self, row: int, joint: str, segment: Segment) -> None:
         values = self._table[1 + row * SERVO_WIDTH:1 + (row + 1) * SERVO_WIDTH]
