@@ -1,8 +1,9 @@
 """Go1 (example-robot-data) standing on the ground plane, its joints held by position servos; RViz if asked.
 
 The node gets a robot_description made here from the Go1 URDF: a floating joint root_joint whose
-origin is the drop height (`height`), the ground plane z = 0 (<mb_sim><ground>, its parameters the
-defaults chosen from Go1's mass and its lightest body) and a topic-based <ros2_control> element
+origin is the drop height (`height`), the ground plane z = 0 under the four feet (<mb_sim><ground
+links="FR_foot ..." stiction="true">: exact Coulomb friction, the feet hold on a slope; the other
+parameters the defaults chosen from Go1's mass and its feet) and a topic-based <ros2_control> element
 giving the twelve leg joints a position interface whose initial_value is the stance (hips 0, thighs
 0.85 rad, calves -1.7 rad).  The servos hold the stance from the start, so the robot drops about
 2 cm, settles within a second and stands (base about 0.29 m up): no controller is needed.  Send
@@ -53,11 +54,13 @@ from mb_sim.urdf.meshes import mesh_search_paths
 ARGUMENTS = ("namespace", "use_sim_time", "start_paused", "publish_rate", "physics_dt", "real_time_factor",
              "lockstep", "strict", "log_level", "params_file", "rviz")
 GO1 = "robots/go1_description/urdf/go1.urdf"
-#: Go1's stance [rad]; servo frequency [Hz]; the ground (default parameters) and an IMU on imu_link.
+#: Go1's stance [rad]; servo frequency [Hz]; the ground under the feet, with stiction (feet hold where
+#: they stand instead of creeping at the regularized law's speed), and an IMU on imu_link.
 STANCE = {f"{leg}_{part}_joint": angle for leg in ("FR", "FL", "RR", "RL")
           for part, angle in (("hip", 0.0), ("thigh", 0.85), ("calf", -1.7))}
 SERVO_FREQUENCY = 30.0
-GROUND = '<mb_sim><ground/><imu name="imu" link="imu_link"/></mb_sim>'
+GROUND = ('<mb_sim><ground stiction="true" links="FR_foot FL_foot RR_foot RL_foot"/>'
+          '<imu name="imu" link="imu_link"/></mb_sim>')
 RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs", "/mb_sim/contact_markers")
 
 
