@@ -246,8 +246,11 @@ GIVEN = {"start_paused": ("true", True), "publish_rate": ("50", 50.0), "physics_
 
 def _undocumented(parameters, repo) -> set[str]:
     """Names of `parameters` config/mb_sim.yaml does not document (initial_positions.<joint> it
-    documents in a comment: it has no default entry)."""
-    documented = set(yaml.safe_load((repo / "config" / "mb_sim.yaml").read_text())["mb_sim"]["ros__parameters"])
+    documents in a comment: it has no default entry; a parameter whose default depends on the
+    robot, such as servo_feed_forward, is a commented-out key)."""
+    text = (repo / "config" / "mb_sim.yaml").read_text()
+    documented = set(yaml.safe_load(text)["mb_sim"]["ros__parameters"])
+    documented |= set(re.findall(r"^ {4}# ([a-z_]+): \S+$", text, re.MULTILINE))
     return {name for name in parameters if name not in documented and not name.startswith("initial_positions.")}
 
 
