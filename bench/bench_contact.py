@@ -12,6 +12,10 @@ actuators with the same kp, kv):
 * ``mj_rk4``: MuJoCo's ``mj_step`` with its RK4 integrator, contacts on (the links' collision
   geometry against a plane, no self-collision, as mb_sim), standing after 2 s of settling.
 
+And the node as users run it (``mb_sim_node``, Solo12 standing, ``real_time_factor: 0``: as fast
+as possible, /joint_states, /tf, /odom and /clock at 100 Hz of sim time, nothing subscribed but
+/diagnostics): its achieved real-time factor, robot-seconds per wall second, from /diagnostics.
+
 Mid-air runs have gravity off, so the robot stays where it is for the whole measurement (a step
 costs the same whatever g is).  Each figure is one step's cost in ``Simulator.advance`` (mb_sim:
 N steps per call, Python overhead included, as a user gets it) and ``mj_step(m, d, N)`` (MuJoCo),
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -49,6 +54,10 @@ DT, SETTLE, AIR = 1e-3, 2.0, 1.0
 #: Ground parameters that let light feet stand at 1 ms (see test/test_quadruped_standing.py).
 GROUND = {"ground_damping": 1.0, "ground_stick_velocity": 0.1}
 REPEATS, QUICK_REPEATS, STEPS_PER_CALL = 21, 7, 200
+#: The node's publish period [s of sim time] (publish_rate 100 Hz): its steps per advance call.
+PERIOD = 0.01
+#: Robots whose node is measured (the issue's target: Solo12 standing, >= 100 times real time).
+NODE_ROBOTS = ("solo12",)
 
 
 @dataclass(frozen=True)
@@ -174,11 +183,87 @@ def measure(robot: Quadruped, repeats: int, cache: str) -> dict:
     functions = {"ground": lambda: ground.advance(span), "no_ground": lambda: bare.advance(span),
                  "mj_rk4": lambda: mujoco.mj_step(m, d, STEPS_PER_CALL)}
     result = timed_together(functions, repeats, STEPS_PER_CALL)
+    period_steps = int(round(PERIOD / DT))  # what the node advances per call, Python around it included
+    result.update(timed_together({"ground_period": lambda: ground.advance(PERIOD)}, 10 * repeats, period_steps))
     place(ground, robot, AIR, False)
     result.update(timed_together({"ground_air": lambda: ground.advance(span)}, repeats, STEPS_PER_CALL))
     return {"name": robot.name, "dof": len(ground.speed_names), "contact_features": len(ground.model.contact_names),
             "standing_height": standing_height, "touching": feet, "mj_height": mj_height,
             "mj_contacts": mj_contacts, **result}
+
+
+# -- the node ------------------------------------------------------------------------------------
+#: /diagnostics reports (1 s each) the node's factor is taken over, after NODE_WARM_UP.
+NODE_REPORTS, NODE_WARM_UP, NODE_START_TIMEOUT = 6, 3, 300.0
+
+
+def standing_urdf(robot: Quadruped, directory: Path) -> Path:
+    """The robot's URDF on a floating joint at its drop height, with the ground (GROUND's damping
+    and stick velocity) and a topic-based <ros2_control> position interface per stance joint
+    starting at the stance (the node's servos hold it), as launch/quadruped.launch.py builds Go1's."""
+    xml = robot.path.read_text()
+    floating = (f'<link name="world"/><joint name="root_joint" type="floating"><origin xyz="0 0 {robot.height!r}"/>'
+                f'<parent link="world"/><child link="{robot.base}"/></joint>')
+    ground = (f'<mb_sim><ground damping="{GROUND["ground_damping"]!r}" '
+              f'stick_velocity="{GROUND["ground_stick_velocity"]!r}"/></mb_sim>')
+    joints = "".join(f'<joint name="{joint}"><command_interface name="position"/><state_interface name="position">'
+                     f'<param name="initial_value">{angle!r}</param></state_interface></joint>'
+                     for joint, angle in robot.stance.items())
+    control = ('<ros2_control name="stance" type="system"><hardware><plugin>joint_state_topic_hardware_interface/'
+               f'JointStateTopicSystem</plugin></hardware>{joints}</ros2_control>')
+    start, end = xml.index(">", xml.index("<robot")) + 1, xml.rindex("</robot>")
+    path = directory / f"{robot.name}_standing.urdf"
+    path.write_text(xml[:start] + floating + xml[start:end] + ground + control + xml[end:])
+    return path
+
+
+def node_factor(robot: Quadruped, cache: str) -> dict:
+    """The node's achieved real-time factor (median and range of NODE_REPORTS /diagnostics
+    reports) with the robot standing, as fast as possible, nothing subscribed but /diagnostics;
+    then /odom once, for the base height it stands at."""
+    import rclpy  # noqa: PLC0415 (the step costs above need no ROS)
+    from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
+    from nav_msgs.msg import Odometry  # noqa: PLC0415
+    from bench_node import running, spin_until  # noqa: PLC0415
+
+    env = {**os.environ, "MB_SIM_CACHE_DIR": cache}
+    env.setdefault("ROS_DOMAIN_ID", "63")
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
+    gains = [f"gains.{joint}.{key}:={value!r}" for joint in robot.stance for key, value in (("p", robot.kp),
+                                                                                           ("d", robot.kd))]
+    reports: list[tuple[str, float, float]] = []  # state, sim time, achieved factor
+    heights: list[float] = []
+
+    def on_diagnostics(message: DiagnosticArray) -> None:
+        for status in message.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if "sim time [s]" in values:
+                factor = values.get("achieved real-time factor", "n/a")
+                reports.append((values.get("state", "?"), float(values["sim time [s]"]),
+                                float("nan") if factor == "n/a" else float(factor)))
+
+    rclpy.init()
+    node = rclpy.create_node("mb_sim_bench_contact")
+    try:
+        with tempfile.TemporaryDirectory() as scratch, \
+                running(standing_urdf(robot, Path(scratch)), env, "real_time_factor:=0.0", "publish_rate:=100.0",
+                        *gains) as proc:
+            diagnostics = node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+            spin_until(node, lambda: len(reports) >= NODE_WARM_UP + NODE_REPORTS or proc.poll() is not None
+                       or any(r[0] == "diverged" for r in reports), NODE_START_TIMEOUT)
+            node.destroy_subscription(diagnostics)
+            odom = node.create_subscription(Odometry, "/odom", lambda m: heights.append(m.pose.pose.position.z), 10)
+            spin_until(node, lambda: bool(heights) or proc.poll() is not None, 10.0)
+            node.destroy_subscription(odom)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+    factors = [r[2] for r in reports[NODE_WARM_UP:] if r[2] == r[2]]
+    return {"node_factor": statistics.median(factors) if factors else None,
+            "node_factor_range": [min(factors), max(factors)] if factors else None,
+            "node_reports": len(factors), "node_states": sorted({r[0] for r in reports}),
+            "node_sim_time": reports[-1][1] if reports else None, "node_height": heights[-1] if heights else None}
 
 
 # -- report -------------------------------------------------------------------------------------
@@ -195,6 +280,19 @@ def markdown(results: list[dict]) -> str:
         lines.append(f"| {r['name']} | {r['dof']} | {r['contact_features']} | {r['standing_height']:.3f} / "
                      f"{r['mj_height']:.3f} | {us(r, 'ground')} | {us(r, 'ground_air')} | {us(r, 'no_ground')} | "
                      f"{us(r, 'mj_rk4')} | {ratio(r, 'ground', 'no_ground')} | {ratio(r, 'ground', 'mj_rk4')} |")
+    nodes = [r for r in results if r.get("node_factor") is not None]
+    if nodes:
+        lines += ["", "| robot | node: robot-seconds per wall second (median of 1 s reports; range) | node height [m] "
+                      "| a publish period (10 steps) in one Simulator.advance [us/step] | real-time factor that cost allows |",
+                  "|---|---|---|---|---|"]
+        for r in nodes:
+            low, high = r["node_factor_range"]
+            lines.append(f"| {r['name']} | {r['node_factor']:.1f} ({low:.1f} .. {high:.1f}) | {r['node_height']:.3f} "
+                         f"| {us(r, 'ground_period')} | {DT / r['ground_period']['best']:.0f} |")
+        lines += ["", "Node: mb_sim_node with real_time_factor 0 (as fast as possible), publish_rate 100 Hz, the robot "
+                  "standing (floating base, ground, stance held by the servos), nothing subscribed but /diagnostics; "
+                  "the factor is its own /diagnostics figure over the last second. A publish period is 10 steps in one "
+                  "Simulator.advance call: 1 ms / that cost bounds what any node can reach."]
     lines += ["", "Best of the repeats, one RK4 step at 1 ms (mb_sim: Simulator.advance with plain-PD servos, N steps "
               "per call; MuJoCo: mj_step with mjINT_RK4 and position actuators); standing: 2 s after a drop, feet on "
               "the plane; in the air / no ground: 1 m up, gravity off."]
@@ -206,6 +304,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="Go1 only, fewer repeats")
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--markdown", type=Path, help="write the table here")
+    parser.add_argument("--no-node", action="store_true", help="skip the node's real-time factor")
     parser.add_argument("--cache", help="model cache directory (default: a fresh temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -226,6 +325,14 @@ def run(args: argparse.Namespace, cache: str) -> None:
         r = results[-1]
         print(f"  standing on {', '.join(r['touching'])}; base {r['standing_height']:.3f} m (MuJoCo "
               f"{r['mj_height']:.3f} m, {r['mj_contacts']} contacts)")
+        if robot.name in NODE_ROBOTS and not args.no_node:
+            print(f"{robot.name}: the node standing, as fast as possible ...", flush=True)
+            try:
+                r.update(node_factor(robot, cache))
+            except Exception as err:  # no ROS middleware, a node that does not start: the rest stands
+                print(f"{robot.name}: node not measured: {type(err).__name__}: {err}")
+            else:
+                print(f"  node: {r['node_factor']} x real time, standing at {r['node_height']} m")
     table = markdown(results)
     print(table)
     if args.json:
