@@ -15,10 +15,10 @@ sim: setup
 test: setup
 	@$(PY) -m pytest -q test
 
-# The heavy robots of the example-robot-data corpus (above 16 DoF: minutes to derive cold), which
-# `make test` skips; CI runs them after it.
+# The heavy robots of the example-robot-data corpus (above 16 DoF: minutes to derive cold) and the
+# long standing runs (Go1 60 s, Solo12, G1 without ground), which `make test` skips; CI runs them after it.
 test-slow: setup
-	@$(PY) -m pytest -q -m slow test/test_robot_corpus.py
+	@$(PY) -m pytest -q -m slow test/test_robot_corpus.py test/test_quadruped_standing.py test/test_humanoid_standing.py
 
 # Benchmarks: MuJoCo (bench/requirements.txt) is installed here only, not by set-up (tests and CI do not
 # need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".  Then
