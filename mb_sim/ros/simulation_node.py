@@ -703,25 +703,17 @@ class SimulationNode(Node):
         except (ValueError, KeyError) as err:
             raise StartupError(f"robot '{self.robot.name}': force-torque sensors: {err}") from None
 
-    def _publish_force_torques(self) -> None:
-        """The force-torque readings (forward dynamics: only while someone subscribes)."""
+    def _publish_sensors(self, kind: str, read, topics) -> None:
+        """Sensor readings `read()` (the IMUs', the force-torque sensors': they need the forward
+        dynamics, so only while someone subscribes) published by `topics`; a failing forward
+        dynamics is a throttled warning naming the `kind`, not an end of the tick."""
         try:
-            readings = self.sim.force_torques()
+            readings = read()
         except FactorizationError as err:
-            self.get_logger().warning(f"no force-torque readings at sim time {self.sim.time:.6g} s: the forward "
+            self.get_logger().warning(f"no {kind} readings at sim time {self.sim.time:.6g} s: the forward "
                                       f"dynamics failed ({err})", throttle_duration_sec=WARNING_THROTTLE)
             return
-        self._force_torques.publish(readings, stamp(self.sim.time))
-
-    def _publish_imus(self) -> None:
-        """The IMUs' readings (forward dynamics: only while someone subscribes)."""
-        try:
-            readings = self.sim.imus()
-        except FactorizationError as err:
-            self.get_logger().warning(f"no IMU readings at sim time {self.sim.time:.6g} s: the forward dynamics "
-                                      f"failed ({err})", throttle_duration_sec=WARNING_THROTTLE)
-            return
-        self._imus.publish(readings, stamp(self.sim.time))
+        topics.publish(readings, stamp(self.sim.time))
 
     def _log_start(self) -> None:
         log = self.get_logger()
@@ -1110,9 +1102,9 @@ class SimulationNode(Node):
         if out is not None:
             self._publish_extras(out)
         if self._imus is not None and self._imus.listened():
-            self._publish_imus()
+            self._publish_sensors("IMU", self.sim.imus, self._imus)
         if self._force_torques is not None and self._force_torques.listened():
-            self._publish_force_torques()
+            self._publish_sensors("force-torque", self.sim.force_torques, self._force_torques)
         if self._clock_pub is not None:
             self._clock_pub.publish(state.clock)
         self._last_clock = time.monotonic()
