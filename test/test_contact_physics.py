@@ -329,6 +329,14 @@ def slope_speed(v0: float, duration: float, mu: float, v_s: float) -> float:
     return float(solve_ivp(rate, (0.0, duration), [v0], method="DOP853", rtol=1e-10, atol=1e-13).y[0, -1])
 
 
+def downhill_acceleration(sim, downhill: np.ndarray) -> float:
+    """The mean downhill acceleration over 0.5 s to 1 s after the release (the speed's change)."""
+    sim.advance(0.5)
+    v1 = float(sim.u[:3] @ downhill)
+    sim.advance(0.5)
+    return (float(sim.u[:3] @ downhill) - v1) / 0.5
+
+
 def test_box_slides_down_a_slope_steeper_than_the_friction_angle(urdf_dir, cache_dir):
     """tan a > mu: the box accelerates at g (sin a - mu cos a) once v >> v_s (the regularized
     law's factor v / sqrt(v^2 + v_s^2) is then 1 - v_s^2 / (2 v^2)); from rest its speed follows
@@ -336,11 +344,8 @@ def test_box_slides_down_a_slope_steeper_than_the_friction_angle(urdf_dir, cache
     mu, v_s = 0.2, 0.01
     _, downhill = slope_directions()
     sim = released_on_slope(urdf_dir, cache_dir, mu, v_s)
-    sim.advance(0.5)
-    v1 = float(sim.u[:3] @ downhill)
-    sim.advance(0.5)
+    acceleration = downhill_acceleration(sim, downhill)
     v2 = float(sim.u[:3] @ downhill)
-    acceleration = (v2 - v1) / 0.5
     expected = G * (math.sin(SLOPE) - mu * math.cos(SLOPE))
     reference = slope_speed(0.0, 1.0, mu, v_s)
     print(f"slope {math.degrees(SLOPE):.0f} deg, mu {mu}: acceleration {acceleration:.6f} m/s^2, "
@@ -407,11 +412,7 @@ def test_box_with_stiction_slides_down_a_slope_steeper_than_the_friction_angle(u
     mu = 0.2
     _, downhill = slope_directions()
     sim = released_on_slope(urdf_dir, cache_dir, mu, robot="slope_stiction")
-    sim.advance(0.5)
-    v1 = float(sim.u[:3] @ downhill)
-    sim.advance(0.5)
-    v2 = float(sim.u[:3] @ downhill)
-    acceleration = (v2 - v1) / 0.5
+    acceleration = downhill_acceleration(sim, downhill)
     expected = G * (math.sin(SLOPE) - mu * math.cos(SLOPE))
     print(f"stiction, slope {math.degrees(SLOPE):.0f} deg, mu {mu}: acceleration {acceleration:.12f} m/s^2, "
           f"g (sin a - mu cos a) {expected:.12f} (relative {acceleration / expected - 1:.1e})")
