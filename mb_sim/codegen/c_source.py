@@ -62,6 +62,7 @@ from sympy.printing.c import C99CodePrinter
 from sympy.printing.precedence import PRECEDENCE
 
 from mb_sim.codegen.errors import SPRING_MIN_LENGTH
+from mb_sim.codegen.mass_factor import is_unrolled, unrolled_mass_functions
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLayout
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
@@ -78,7 +79,7 @@ __all__ = ["GENERATOR_VERSION", "RUNTIME_HEADER", "RUNTIME_SOURCES", "generate_c
            "runtime_directory", "runtime_files"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "16"
+GENERATOR_VERSION = "18.1"
 
 #: The hand-written runtime, real C files shipped with the package (setup.py package_data): the
 #: header the generated part includes first, and the sources it includes after its functions.
@@ -118,6 +119,7 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
         *(_c_function(name, doc, straight_line_program(eom, names, progress, eliminate=False),
                       layout.indices(names)) for name, doc, names in functions),
         *updates,
+        unrolled_mass_functions(speed_parents(eom.outputs["mass_matrix"])),
         "/* The hand-written runtime (mb_sim/codegen/c): linear algebra, dynamics, projection, RK4. */",
         *(f'#include "{name}"' for name in RUNTIME_SOURCES), "",
     ])
@@ -155,16 +157,30 @@ class _Printer(C99CodePrinter):
 
     _print_Dummy = _print_Symbol
 
+    def _print_Max(self, expr) -> str:
+        """fmax's result, inline (mb_fmax: fmax is a library call without -ffinite-math-only)."""
+        return self._nested("mb_fmax", expr.args)
+
+    def _print_Min(self, expr) -> str:
+        return self._nested("mb_fmin", expr.args)
+
+    def _nested(self, function: str, args) -> str:
+        first, *rest = args
+        return self.doprint(first) if not rest else f"{function}({self.doprint(first)}, {self._nested(function, rest)})"
+
     def _print_SpringForceLaw(self, expr) -> str:
         """A user force law: a call back into the host (see mb_force_law in c/mb_dynamics.c)."""
         index, *arguments = expr.args
         return f"mb_force_law({int(index)}, {', '.join(self.doprint(a) for a in arguments)})"
 
     def _print_Pow(self, expr) -> str:
-        """Small integer powers as products: pow() is a library call."""
+        """Small integer powers as products: pow() is a library call; a power to a parameter (a
+        contact law's exponent) through mb_pow, which spares the call for the usual 1 and 2."""
         if expr.exp.is_Integer and 2 <= expr.exp <= 4:
             base = self.parenthesize(expr.base, PRECEDENCE["Mul"])
             return "(" + "*".join([base] * int(expr.exp)) + ")"
+        if expr.exp.is_Symbol:
+            return f"mb_pow({self.doprint(expr.base)}, {self.doprint(expr.exp)})"
         return super()._print_Pow(expr)
 
 
@@ -262,7 +278,9 @@ def _features(eom: EquationsOfMotion, projection: Projection) -> str:
              "SPRINGS": len(eom.spring_names), "FORCE_LAW": len(eom.force_laws),
              "QUATERNIONS": len(projection.quaternion_starts), "DISSIPATION": len(eom.dissipation_rows)}
     stiction = "#define MB_HAS_STATE_UPDATES 1\n" if STATE_UPDATES in eom.outputs else ""  # only then: same code
-    return "".join(f"#define MB_HAS_{name} {int(bool(value))}\n" for name, value in flags.items()) + stiction
+    unrolled = ("#define MB_UNROLLED_MASS 1  /* mb_mass_factor and mb_mass_solve printed below */\n"
+                if is_unrolled(speed_parents(eom.outputs["mass_matrix"])) else "")
+    return "".join(f"#define MB_HAS_{name} {int(bool(value))}\n" for name, value in flags.items()) + stiction + unrolled
 
 
 def _chains(parents: list[int]) -> tuple[list[int], list[int]]:
@@ -378,7 +396,10 @@ static const int mb_rows[MB_N_BLOCKS] = {$rows};
 static const int mb_cols[MB_N_BLOCKS] = {$cols};
 
 /* The tree of M's sparsity: speed k's chain of parents (its parent, the parent's parent, ...) is
- * mb_chain[mb_chain_start[k] .. mb_chain_start[k + 1]); M[k][l] != 0 for l < k only on it. */
+ * mb_chain[mb_chain_start[k] .. mb_chain_start[k + 1]); M[k][l] != 0 for l < k only on it.  The
+ * runtime's loops read it (the unrolled factorization has it in its indices). */
+#if !defined(MB_UNROLLED_MASS) || MB_HAS_CONSTRAINTS || MB_HAS_DISSIPATION
 static const int mb_chain_start[MB_N_U + 1] = {$chain_starts};
 static const int mb_chain[MB_LEN_CHAIN] = {$chains};
+#endif
 $projection_tables""")

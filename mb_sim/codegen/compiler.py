@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import shlex
 import shutil
 import signal
@@ -14,9 +15,29 @@ from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
 __all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
-           "run_compiler", "COMPILE_TIMEOUT"]
+           "host_flags", "run_compiler", "COMPILE_TIMEOUT"]
 
-COMPILE_FLAGS = ("-std=c99", "-O2", "-shared", "-fPIC")
+
+
+def host_flags(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> tuple[str, ...]:
+    """``-mavx`` on an x86-64 CPU with AVX (every one since 2011), else nothing.  The arithmetic
+    is the same (no FMA contraction: bit for bit the results of the baseline build), in VEX
+    encoding, and steps are about 20 % faster (Solo12: 10.9 -> 8.9 us; glibc's sin, cos and pow
+    run AVX code, and legacy SSE code around them pays for every transition).  The flags are
+    part of the cache key, so a cache shared with a CPU without AVX builds its own library."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    try:
+        with open(cpuinfo) as file:
+            flags = next((line.split(":", 1)[1].split() for line in file if line.startswith("flags")), [])
+    except OSError:
+        return ()
+    return ("-mavx",) if "avx" in flags else ()
+
+
+#: -fno-math-errno: sqrt as one instruction (the same correctly rounded result) instead of a call
+#: that would set errno, which nothing reads.
+COMPILE_FLAGS = ("-std=c99", "-O2", "-fno-math-errno", *host_flags(), "-shared", "-fPIC")
 #: The largest generated C source mb_sim compiles [bytes].  The generated functions are long
 #: straight-line code, and gcc's -O2 time and memory grow superlinearly with their length (register
 #: allocation, PRE, dead-store elimination).  Measured on 2 cores, gcc 12 -O2 (CPU time, memory):

@@ -67,9 +67,12 @@ static void mb_servo(const double *q, const double *u, const double *inputs, dou
 {
     const int n = (int)servo[0];
     double a[MB_N_INPUTS > 0 ? MB_N_INPUTS : 1], effort[MB_N_INPUTS > 0 ? MB_N_INPUTS : 1];
-    for (int r = 0; r < n; ++r) {
+    int feed_forward = 0;
+    for (int r = 0; r < n; ++r)
+        feed_forward |= servo[1 + r * MB_SERVO_WIDTH + 7] != 0.0;
+    for (int r = 0; r < n; ++r) {  /* the reference accelerations, where read */
         const double *row = servo + 1 + r * MB_SERVO_WIDTH;
-        a[r] = mb_polynomial(row + 19, 4, t - row[6]);
+        a[r] = feed_forward ? mb_polynomial(row + 19, 4, t - row[6]) : 0.0;
     }
     for (int r = 0; r < n; ++r) {
         const double *row = servo + 1 + r * MB_SERVO_WIDTH;
@@ -82,7 +85,7 @@ static void mb_servo(const double *q, const double *u, const double *inputs, dou
             for (int c = 0; c < n; ++c)
                 e += out[MB_OFFSET_MASS_MATRIX + j * MB_N_U + (int)servo[1 + c * MB_SERVO_WIDTH + 2]] * a[c];
         }
-        effort[r] = fmin(fmax(e, -row[5]), row[5]);
+        effort[r] = mb_fmin(mb_fmax(e, -row[5]), row[5]);
     }
     for (int r = 0; r < n; ++r) {  /* after every row read F: the feed-forward is F without servos */
         const double *row = servo + 1 + r * MB_SERVO_WIDTH;
@@ -151,9 +154,10 @@ static void mb_replace_resistance(const double *u, const double *params, const i
  * rows get lam = 0), so the generalized constraint forces are -A^T lam (lam is untouched without
  * constraints); M is factorized in place.  Returns 0, 1 if M is not positive definite, 2 if
  * A M^-1 A^T is not finite (a row dependent on the others here gets lam = 0, see mb_cholesky),
- * 5 if a spring-damper is shorter than MB_SPRING_MIN_LENGTH. */
+ * 5 if a spring-damper is shorter than MB_SPRING_MIN_LENGTH.  factor: M's factor if the caller
+ * has it (then copied in, not recomputed), else NULL. */
 static int mb_solve_out(double *out, double *qdot, double *udot, double *zdot, double *lam,
-                        const double *enabled)
+                        const double *enabled, const double *factor)
 {
     double *l = out + MB_OFFSET_MASS_MATRIX;
 #if MB_HAS_SPRINGS
@@ -164,7 +168,9 @@ static int mb_solve_out(double *out, double *qdot, double *udot, double *zdot, d
     memcpy(qdot, out + MB_OFFSET_QDOT, sizeof(double) * MB_N_Q);
     memcpy(zdot, out + MB_OFFSET_ELECTRICAL_RATES, sizeof(double) * MB_N_Z);
     memcpy(udot, out + MB_OFFSET_FORCING, sizeof(double) * MB_N_U);
-    if (mb_mass_factor(l))
+    if (factor != NULL)
+        memcpy(l, factor, sizeof(double) * MB_N_U * MB_N_U);
+    else if (mb_mass_factor(l))
         return 1;
     mb_mass_solve(l, udot);
 #if MB_HAS_CONSTRAINTS
@@ -202,7 +208,7 @@ MB_INTERNAL int mb_solve_dynamics(const double *q, const double *u, const double
         memcpy(applied, inputs, sizeof(double) * MB_N_INPUTS);
     if (servo != NULL && servo[0] > 0.0)
         mb_servo(q, u, inputs, t, servo, out, applied);
-    return mb_solve_out(out, qdot, udot, zdot, lam, enabled);
+    return mb_solve_out(out, qdot, udot, zdot, lam, enabled, NULL);
 }
 
 #if MB_HAS_DISSIPATION
@@ -346,13 +352,15 @@ MB_INTERNAL int mb_first_stage(const double *q, const double *u, const double *z
                                double *rstar)
 {
     double out[MB_N_OUT], lam[MB_LEN_CONSTRAINTS];
+    const double *factor = NULL;  /* M's factor, when taken here: the solve reuses it */
     mb_dynamics(q, u, z, inputs, params, t, out);
 #if MB_HAS_DISSIPATION
+    double l[MB_LEN_U * MB_LEN_U];
     {
-        double l[MB_LEN_U * MB_LEN_U];
         memcpy(l, out + MB_OFFSET_MASS_MATRIX, sizeof(double) * MB_N_U * MB_N_U);
         if (mb_mass_factor(l))
             return 1;
+        factor = l;
         for (int k = 0; k < MB_N_DISSIPATION; ++k)
             rstar[k] = 0.0;
         if (mb_stiff_rows(l, u, params, h, stiff) > 0) {
@@ -372,7 +380,7 @@ MB_INTERNAL int mb_first_stage(const double *q, const double *u, const double *z
 #endif
     if (servo != NULL && servo[0] > 0.0)
         mb_servo(q, u, inputs, t, servo, out, NULL);
-    return mb_solve_out(out, qdot, udot, zdot, lam, enabled);
+    return mb_solve_out(out, qdot, udot, zdot, lam, enabled, factor);
 }
 
 int mb_forward_dynamics(const double *q, const double *u, const double *z, const double *inputs,

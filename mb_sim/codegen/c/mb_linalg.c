@@ -6,6 +6,7 @@
  */
 #include "mb_runtime.h"
 
+#ifndef MB_UNROLLED_MASS  /* else the generated model prints both unrolled (mb_sim.codegen.mass_factor) */
 /* In-place factorization M = L^T L of the row-major MB_N_U x MB_N_U mass matrix along the chains,
  * from the last speed up, so there is no fill-in (Featherstone, RBDA, table 6.3, with a square
  * root: the cost is the sum over speeds of their depth squared).  L is left in the lower triangle
@@ -30,7 +31,9 @@ MB_INTERNAL int mb_mass_factor(double *h)
     }
     return 0;
 }
+#endif
 
+#if !defined(MB_UNROLLED_MASS) || MB_HAS_CONSTRAINTS || MB_HAS_DISSIPATION
 /* Solve L^T x = b with L from mb_mass_factor; x overwrites b.  Zeros of b are skipped: a
  * constraint row is sparse, and only its entries' chains fill in. */
 MB_INTERNAL void mb_mass_solve_upper(const double *l, double *b)
@@ -45,6 +48,9 @@ MB_INTERNAL void mb_mass_solve_upper(const double *l, double *b)
     }
 }
 
+#endif
+
+#if !defined(MB_UNROLLED_MASS) || MB_HAS_CONSTRAINTS
 /* Solve L x = b with L from mb_mass_factor; x overwrites b. */
 MB_INTERNAL void mb_mass_solve_lower(const double *l, double *b)
 {
@@ -57,12 +63,16 @@ MB_INTERNAL void mb_mass_solve_lower(const double *l, double *b)
     }
 }
 
+#endif
+
+#ifndef MB_UNROLLED_MASS
 /* Solve M x = L^T L x = b; x overwrites b. */
 MB_INTERNAL void mb_mass_solve(const double *l, double *b)
 {
     mb_mass_solve_upper(l, b);
     mb_mass_solve_lower(l, b);
 }
+#endif
 
 #if MB_HAS_CONSTRAINTS
 /* In-place Cholesky factorization a = L L^T of the row-major n x n Gram matrix a of constraint

@@ -23,7 +23,8 @@
  *   MB_N_QUATERNIONS, MB_N_POSITION_SPEEDS, MB_LEN_CHAIN (length of mb_chain, at least 1),
  *   MB_OFFSET_<BLOCK> for every output block (MB_OFFSET_MASS_MATRIX, MB_OFFSET_FORCING, ...);
  *   feature flags, 0 or 1: MB_HAS_CONSTRAINTS, MB_HAS_HOLONOMIC, MB_HAS_ELECTRICAL_STATES,
- *   MB_HAS_SPRINGS, MB_HAS_FORCE_LAW, MB_HAS_QUATERNIONS.
+ *   MB_HAS_SPRINGS, MB_HAS_FORCE_LAW, MB_HAS_QUATERNIONS; MB_UNROLLED_MASS where the model prints
+ *   mb_mass_factor and mb_mass_solve itself, unrolled for its tree (mb_sim.codegen.mass_factor).
  * Tables it defines (static const int, before including the runtime files):
  *   mb_offsets[MB_N_BLOCKS + 1], mb_rows[MB_N_BLOCKS], mb_cols[MB_N_BLOCKS];
  *   mb_chain_start[MB_N_U + 1], mb_chain[MB_LEN_CHAIN]: the tree of M's sparsity, speed k's
@@ -81,6 +82,25 @@ void mb_decay(MB_ARGUMENTS, double *out);
 void mb_constraints(MB_ARGUMENTS, double *out);
 #endif
 
+/* x^p for a parameter p (a contact law's exponent): exactly x and x * x, without a library call,
+ * for the usual p = 1 and 2 (what pow gives there, correctly rounded). */
+static inline double mb_pow(double x, double p)
+{
+    return p == 1.0 ? x : p == 2.0 ? x * x : pow(x, p);
+}
+
+/* fmax and fmin, inline (without -ffinite-math-only they are library calls): the larger (smaller)
+ * of a and b, the other where one is NaN. */
+static inline double mb_fmax(double a, double b)
+{
+    return a > b || b != b ? a : b;
+}
+
+static inline double mb_fmin(double a, double b)
+{
+    return a < b || b != b ? a : b;
+}
+
 /* Public entry points (see mb_sim/codegen/c_source.py for their documentation). */
 int mb_n_q(void);
 int mb_n_u(void);
@@ -117,8 +137,12 @@ MB_INTERNAL double mb_force_law(int spring, double t, double deltaL, double delt
 
 /* mb_linalg.c */
 MB_INTERNAL int mb_mass_factor(double *h);
+#if !defined(MB_UNROLLED_MASS) || MB_HAS_CONSTRAINTS || MB_HAS_DISSIPATION  /* else unused */
 MB_INTERNAL void mb_mass_solve_upper(const double *l, double *b);
+#endif
+#if !defined(MB_UNROLLED_MASS) || MB_HAS_CONSTRAINTS
 MB_INTERNAL void mb_mass_solve_lower(const double *l, double *b);
+#endif
 MB_INTERNAL void mb_mass_solve(const double *l, double *b);
 #if MB_HAS_CONSTRAINTS
 MB_INTERNAL int mb_cholesky(double *a, int n, double *b);
