@@ -24,14 +24,15 @@ import urdf_parser_py.xml_reflection.core as urdf_reflection
 from urdf_parser_py import urdf as urdf_model
 
 from mb_sim.urdf.description import (
-    JOINT_TYPES, WORLD_LINK, ComponentSpec, GroundDescription, Inertial, JointDescription, JointLimit, LinkDescription,
-    Mimic, RobotDescription, SkippedCollision,
+    JOINT_TYPES, WORLD_LINK, ComponentSpec, Extensions, GroundDescription, Inertial, JointDescription, JointLimit,
+    LinkDescription, Mimic, RobotDescription, SkippedCollision,
 )
 from mb_sim.urdf.collision import enclosed_shapes, ground_excluded, read_collisions
 from mb_sim.urdf.errors import FixedBaseWarning, RepairWarning, URDFError, URDFWarning, warn_user
 from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions, read_gazebo_force_torques, read_gazebo_imus
 from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
 from mb_sim.urdf.numbers import read_numbers
+from mb_sim.urdf.ros2_control import read_ros2_control_sensors
 from mb_sim.urdf.rotations import rpy_to_matrix
 from mb_sim.urdf.validation import validate
 from mb_sim.urdf.xacro_expansion import expand_xacro, is_xacro
@@ -126,6 +127,7 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     _check_numbers(root, source)
     _check_joint_types(root, source)
     robot = _parse_links_and_joints(root, source, warned)
+    extensions = _with_ros2_control_sensors(extensions, root, source, robot)
     links = [_link_description(link, source) for link in robot.links]
     if strict:  # the per-link check, where it always ran (before the joints are read)
         refuse_link_problems(source, links)
@@ -146,6 +148,17 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     if ground or extensions.ground is not None or extensions.contact_pairs or extensions.self_collision is not None:
         description = _with_contacts(description, root, source if os.path.isfile(source) else None, ground)
     return description
+
+
+def _with_ros2_control_sensors(extensions: Extensions, root: ET.Element, source: str, robot) -> Extensions:
+    """`extensions` plus the IMUs and force-torque sensors of the ``<ros2_control>`` elements
+    (those not declared already, by ``<mb_sim>`` or a Gazebo sensor of the same name)."""
+    parents = {link.name: None for link in robot.links}
+    parents.update((joint.child, joint.name) for joint in robot.joints)
+    declared = {sensor.name for sensor in [*extensions.imus, *extensions.force_torques]}
+    imus, force_torques = read_ros2_control_sensors(root, source, parents, declared)
+    return dataclasses.replace(extensions, imus=[*extensions.imus, *imus],
+                               force_torques=[*extensions.force_torques, *force_torques])
 
 
 def _with_contacts(description: RobotDescription, root: ET.Element, urdf_path: str | None,

@@ -15,11 +15,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from mb_sim.urdf.errors import URDFError
+from mb_sim.urdf.description import ForceTorqueDescription, IMUDescription
+from mb_sim.urdf.errors import URDFError, URDFWarning, warn_user
 
 __all__ = ["COMMAND_INTERFACES", "DEFAULT_COMMANDS_TOPIC", "DEFAULT_STATES_TOPIC", "TOPIC_PLUGINS",
            "Ros2ControlJoint", "Ros2ControlSystem", "check_systems", "initial_positions", "read_ros2_control",
-           "ros2_control_systems"]
+           "read_ros2_control_sensors", "ros2_control_systems"]
 
 #: The hardware plugins whose topics mb_sim serves (the second is the deprecated name).
 TOPIC_PLUGINS = ("joint_state_topic_hardware_interface/JointStateTopicSystem",
@@ -211,3 +212,51 @@ def _check_joint(joint: Ros2ControlJoint, label: str, source: str, joints: Colle
     if joint.name not in (servoed if wanted == "servoed" else actuated):
         raise URDFError(source, label, f"the joint is not {wanted} in mb_sim (a passive or constrained joint): "
                                        f"it cannot take {'/'.join(joint.command_interfaces)} commands")
+
+
+#: State interfaces of ros2_control's semantic components: an IMU's (IMUSensor) and a
+#: force-torque sensor's (ForceTorqueSensor), ``<prefix>.x|y|z|w``.
+IMU_INTERFACES = ("orientation", "angular_velocity", "linear_acceleration")
+FORCE_TORQUE_INTERFACES = ("force", "torque")
+
+
+def read_ros2_control_sensors(root: ET.Element, source: str, parent_joints: Mapping[str, str],
+                              declared: Collection[str]) -> tuple[list[IMUDescription], list[ForceTorqueDescription]]:
+    """The IMUs and force-torque sensors the ``<sensor>`` elements of ``<ros2_control>`` declare
+    (ros2_control's convention: state interfaces ``orientation.x`` ... ``linear_acceleration.z``
+    for an IMU, ``force.x`` ... ``torque.z`` for a force-torque sensor, the sensor's link in
+    ``<param name="frame_id">``, else a link of the sensor's name).
+
+    `parent_joints` maps each link to the joint above it (a force-torque sensor measures there,
+    child_to_parent: what a sensor between the two reads, SDFormat's default); a sensor whose name
+    is in `declared` (a Gazebo ``<sensor>`` of the same name, as gz_ros2_control pairs them) is
+    that one.  A sensor with neither kind of interface, or no link, is warned about, not read."""
+    imus, force_torques = [], []
+    for system_index, system in enumerate(root.findall("ros2_control")):
+        system_label = f'<ros2_control name="{system.get("name") or f"#{system_index + 1}"}">'
+        for sensor in system.findall("sensor"):
+            name = (sensor.get("name") or "").strip()
+            label = f'{system_label} <sensor name="{name}">'
+            if not name or name in declared:
+                continue
+            prefixes = {(interface.get("name") or "").split(".")[0] for interface in sensor.findall("state_interface")}
+            kind = ("imu" if prefixes & set(IMU_INTERFACES) else
+                    "force_torque" if prefixes & set(FORCE_TORQUE_INTERFACES) else None)
+            link = _parameters(sensor).get("frame_id") or (name if name in parent_joints or kind is None else "")
+            if kind is None:
+                warn_user(f"{source}: {label}: not simulated: mb_sim reads IMUs (state interfaces "
+                          f"{', '.join(i + '.*' for i in IMU_INTERFACES)}) and force-torque sensors "
+                          f"({', '.join(i + '.*' for i in FORCE_TORQUE_INTERFACES)})", URDFWarning)
+            elif link not in parent_joints:
+                warn_user(f"{source}: {label}: not simulated: "
+                          + (f"frame_id '{link}' is no link of the robot" if link else
+                             'no <param name="frame_id"> naming its link'), URDFWarning)
+            elif kind == "imu":
+                imus.append(IMUDescription(name, link, declared_in="ros2_control sensor"))
+            elif parent_joints[link] is None:
+                warn_user(f"{source}: {label}: not simulated: frame_id '{link}' is the root link "
+                          "(a force-torque sensor measures at the joint above its link)", URDFWarning)
+            else:
+                force_torques.append(ForceTorqueDescription(name, parent_joints[link], "child", "child_to_parent",
+                                                            "ros2_control sensor"))
+    return imus, force_torques
