@@ -240,6 +240,33 @@ def _run_paused_window(peer, seconds: float, subscribers: int) -> tuple[list[lis
     return received, values, window
 
 
+def test_as_fast_as_possible_unread_periods_are_merged_read_ones_published(nodes, peer):
+    # As fast as possible with nobody reading a period's messages, periods are advanced in long
+    # calls (Solo12 standing: 66x -> 95x real time); once /joint_states is read, each period is
+    # published again: stamps on period boundaries, in order, none merged, up to where it paused.
+    nodes.get("-p", "urdf_file:=pendulum", "-p", "real_time_factor:=0.0", "-p", "publish_rate:=100.0",
+              "-p", "start_paused:=true", "-p", "publish_clock:=false")
+    assert pause(peer, False).success
+    peer.spin_for(1.0)
+    assert pause(peer, True).success
+    _, values = diagnostics_values(peer)
+    unread_until = float(values["sim time [s]"])
+    assert unread_until > 20.0, values  # far faster than real time while nobody read
+    assert int(values["publish periods merged into the next message"]) == 0, values  # not counted: unread
+    received = peer.collect(JointState, "/joint_states")
+    peer.spin_for(1.0)  # matched
+    assert pause(peer, False).success
+    peer.spin_for(0.5)
+    assert pause(peer, True).success
+    peer.spin_for(1.5)
+    _, values = diagnostics_values(peer)
+    stamps = [round(stamp_of(m) * 100.0, 6) for m in received]
+    assert len(stamps) > 10 and stamps == sorted(set(stamps)), stamps[:20]
+    assert all(s == int(s) for s in stamps), "a message between period boundaries"
+    assert stamps[-1] == pytest.approx(float(values["sim time [s]"]) * 100.0)
+    assert int(values["publish periods merged into the next message"]) == 0, values
+
+
 @pytest.mark.parametrize("rate", [100.0, 1000.0, 10000.0], ids=["comfortable", "one_khz", "too_fast"])
 def test_every_publish_period_is_received_or_counted_as_dropped(nodes, peer, rate):
     # At 1 kHz with three subscribers about 300 of 60,000 periods went missing (merged into the

@@ -754,3 +754,17 @@ def test_a_node_whose_constructor_failed_is_destroyed_inside_the_bounded_teardow
     pytest.importorskip("rclpy")
     result = _python(_HALF_BUILT_SCRIPT)
     assert result.stdout == "1 0\n" and result.stderr == "probe: refused: bad parameter\n", result.stderr
+
+
+def test_periods_passed_counts_publish_period_boundaries():
+    from mb_sim.session.pacing import periods_passed
+
+    assert periods_passed(10, 3, 10) == (0, 7)
+    assert periods_passed(10, 10, 10) == (1, 10)
+    assert periods_passed(4, 25, 10) == (3, 9)  # boundaries at 4, 14, 24; the next at 34
+    assert periods_passed(1, 0, 10) == (0, 1)
+    left, total = 10, 0
+    for steps in (3, 7, 19, 1, 30, 2):  # any split of 62 steps passes the boundaries one call passes
+        passed, left = periods_passed(left, steps, 10)
+        total += passed
+    assert (total, left) == periods_passed(10, 62, 10) == (6, 8)

@@ -63,7 +63,7 @@ from mb_sim.model.base import symbol_name
 from mb_sim.ros.conversions import pose_matrix, quaternion, stamp, vector3
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
 from mb_sim.session.name_filter import NameFilter, NameFilterError
-from mb_sim.session.pacing import FAST_TICK_BUDGET, StepCost, advance_within
+from mb_sim.session.pacing import STEP_SLICE_BUDGET, StepCost, advance_within
 from mb_sim.sim import SimulationError
 from mb_sim.sim.frames import base_twist_function
 from mb_sim.sim.simulator import STATE_MAGNITUDE
@@ -219,7 +219,7 @@ class SimulationInterfacesServer:
         self._publish = publish
         self._base = _Base(session.sim)
         self._job: _SteppingJob | None = None
-        self._step_cost = StepCost()  # sizes the slices of stepping to FAST_TICK_BUDGET
+        self._step_cost = StepCost()  # sizes the slices of stepping to STEP_SLICE_BUDGET
         handlers = {
             "~/get_simulator_features": self._on_get_simulator_features,
             "~/get_simulation_state": self._on_get_simulation_state,
@@ -380,7 +380,7 @@ class SimulationInterfacesServer:
         return SimulateSteps.Result(result=await self._run_job(_SteppingJob(goal_handle, steps)))
 
     def _on_stepping_tick(self) -> None:
-        """Advance the job in chunks for FAST_TICK_BUDGET of wall time (feedback after them), or
+        """Advance the job in chunks for STEP_SLICE_BUDGET of wall time (feedback after them), or
         end it: done, cancelled, no longer paused, diverged, or past its wall limit."""
         job, session = self._job, self._session
         if job is None or job.done.done():
@@ -401,7 +401,7 @@ class SimulationInterfacesServer:
                        f"StepSimulation steps for at most {STEP_SERVICE_WALL_LIMIT:g} s of wall time; use the "
                        "SimulateSteps action for longer runs")
             return
-        inputs, deadline = session.current_inputs(now), now + FAST_TICK_BUDGET
+        inputs, deadline = session.current_inputs(now), now + STEP_SLICE_BUDGET
         # a goal reports progress at least every 1/FEEDBACK_PER_GOAL of its steps
         most = job.total if job.goal_handle is None else max(1, job.total // FEEDBACK_PER_GOAL)
         first = True  # each slice makes progress

@@ -66,7 +66,7 @@ from mb_sim.sim.frames import ROBOT_WORLD_LINK, base_twist_function, edge_poses,
 from mb_sim.sim.simulator import STATE_MAGNITUDE
 from mb_sim.session.pacing import (
     FAST_TICK_BUDGET, FAST_TIMER_PERIOD, MAX_CATCH_UP_PERIODS, RATE_WINDOW, Pacer, RateMonitor, StepCost,
-    advance_within, is_lagging, lag_warning, tick_budget,
+    advance_within, is_lagging, lag_warning, periods_passed, tick_budget,
     steps_per_period,
 )
 from mb_sim.sim import AssemblyError, SimulationError, Simulator
@@ -201,7 +201,7 @@ class SimulationNode(Node):
         self._tf_pub = counted_publisher(self, TFMessage, "/tf", TF_QOS)
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
         self._odom_pub = counted_publisher(self, Odometry, "odom", 10) if self._tree.odometry else None
-        self._clock_pub = self.create_publisher(ClockMessage, "/clock", 10) if self.publish_clock else None
+        self._clock_pub = counted_publisher(self, ClockMessage, "/clock", 10) if self.publish_clock else None
         self._description_pub = (None if self._description_topic == self.resolve_topic_name("robot_description")
                                  else self.create_publisher(String, "robot_description", LATCHED_QOS))
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -875,7 +875,8 @@ class SimulationNode(Node):
             self._publish_paused_clock(now)
             return
         if self._pacer.as_fast_as_possible:  # period after period, each published, for a few ms
-            self._advance_publishing(sys.maxsize, inputs, now + FAST_TICK_BUDGET, each_period=True)
+            self._advance_publishing(sys.maxsize, inputs, now + FAST_TICK_BUDGET, each_period=True,
+                                     unread=not self._periods_read())
             self._monitor.add(time.monotonic(), self.sim.time)
             return
         slipped = self._pacer.slipped
@@ -893,31 +894,44 @@ class SimulationNode(Node):
                 self._cut_tick(now, done, advance.steps)
         self._monitor.add(now, self.sim.time)  # lagging is judged (and logged) with /diagnostics
 
-    def _advance_publishing(self, steps: int, inputs, deadline: float, each_period: bool) -> int | None:
+    def _advance_publishing(self, steps: int, inputs, deadline: float, each_period: bool,
+                            unread: bool = False) -> int | None:
         """Advance up to `steps` physics steps until wall time `deadline`, in chunks that end at
         publish-period boundaries; publish at each boundary (`each_period`) or once at the end.
-        Boundaries passed without a message of their own are counted (``merged_periods``).  The
-        steps done; None on divergence (nothing published then: the session reports it)."""
+        Boundaries passed without a message of their own are counted (``merged_periods``), but
+        where nobody reads a period's messages (`unread`): then the chunks ignore the boundaries
+        and the state is published once at the end.  The steps done; None on divergence (nothing
+        published then: the session reports it)."""
         done, pending = 0, 0
         while done < steps:
-            n = min(self._period_left, steps - done)
+            n = steps - done if unread else min(self._period_left, steps - done)
             applied, inputs = inputs, None  # commands only change between ticks: applied once
             got, ok = advance_within(lambda k: self._session.advance(k, applied), n, deadline, self._step_cost,
                                      MAX_ADVANCE_STEPS, at_least_one=done == 0)  # each tick makes progress
             if not ok:
                 return None
-            done, self._period_left = done + got, self._period_left - got
-            if self._period_left == 0:
-                self._period_left, pending = self.period_steps, pending + 1
-                if each_period:
-                    self.publish_state()
-                    pending = 0
+            passed, self._period_left = periods_passed(self._period_left, got, self.period_steps)
+            done, pending = done + got, pending + passed
+            if passed and each_period and not unread:
+                self.publish_state()
+                pending = 0
             if got < n:  # out of wall time
                 break
-        if done and not each_period:  # faster than real time: the state reached, once
-            self.merged_periods += max(0, pending - 1)
+        if pending:  # faster than real time or unread: the state reached, once
+            if not unread:
+                self.merged_periods += pending - 1
             self.publish_state()
         return done
+
+    def _periods_read(self) -> bool:
+        """Whether someone reads what each publish period publishes (/clock, /joint_states, /tf,
+        /odom, ros2_control's state, wrenches, springs, motors, contacts, sensors, a recording)."""
+        groups = (self._contacts, self._imus, self._force_torques)
+        return (self._session.recording is not None
+                or any(map(_listened, (self._clock_pub, self._joint_pub, self._tf_pub, self._odom_pub,
+                                       self._springs_pub, self._motor_states_pub)))
+                or any(map(_listened, self._ros2_control_pubs)) or any(map(_listened, self._wrench_pubs))
+                or any(group is not None and group.listened() for group in groups))
 
     def _cut_tick(self, now: float, done: int, due: int) -> None:
         """A tick ran out of its wall budget: the steps left stay due (lag), counted and warned."""

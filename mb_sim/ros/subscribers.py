@@ -5,7 +5,7 @@ go fast; but ``Publisher.get_subscription_count`` costs microseconds per call, a
 of some twenty publishers per publish period (at 100 Hz and 80 times real time, 8,000 periods per
 wall second).  A publisher made by :func:`counted_publisher` instead keeps its subscriber count
 from the publisher-matched events (rclpy's ``PublisherEventCallbacks(matched=...)``), which the
-executor delivers between the node's ticks (at most a tick, 5 ms of wall time, after the
+executor delivers between the node's ticks (at most a tick, 20 ms of wall time, after the
 middleware matched a subscriber): asking costs a dictionary look-up, and no message a subscriber
 could receive is withheld while an answer is stale for long (a wall-time cache of the count
 would skip, in a fast run, seconds of simulated time after a client subscribed and unpaused).

@@ -11,7 +11,8 @@ deficit beyond the cap is dropped (the reference point moves; the dropped time i
 ``Pacer.slipped``) and reported, never silently.  With ``r = 0`` (as fast as possible) a tick
 advances publish period after publish period, publishing each, until it has used
 ``FAST_TICK_BUDGET`` of wall time, then returns to the executor (commands, services) and the
-next tick follows at once.
+next tick follows at once; while nobody reads what a period publishes, the periods are advanced
+in long calls and the state is published once at the end of the tick.
 
 Whatever the parameters, a tick's work is bounded in wall time, not only in steps:
 :func:`advance_within` advances in chunks sized by the measured cost of a step (:class:`StepCost`)
@@ -27,15 +28,21 @@ from dataclasses import dataclass
 
 __all__ = ["Pacer", "Advance", "RateMonitor", "StepCost", "advance_within", "tick_budget",
            "steps_per_period", "is_lagging", "lag_warning", "TICK_WALL_BUDGET", "TICK_BUDGET_FRACTION", "MIN_TICK_BUDGET",
-           "MAX_CATCH_UP_PERIODS", "FAST_TIMER_PERIOD", "FAST_TICK_BUDGET", "LAG_THRESHOLD", "RATE_WINDOW"]
+           "MAX_CATCH_UP_PERIODS", "FAST_TIMER_PERIOD", "FAST_TICK_BUDGET", "LAG_THRESHOLD", "RATE_WINDOW",
+           "STEP_SLICE_BUDGET", "periods_passed"]
 
 #: At most this many publish periods of simulation per tick.
 MAX_CATCH_UP_PERIODS = 5
 #: Timer period [s] with ``real_time_factor: 0`` (as fast as possible) while running: short, so
 #: the next tick follows the last at once (a timer overdue by several periods waits for the next).
 FAST_TIMER_PERIOD = 1e-4
-#: Wall time [s] one tick may spend advancing as fast as possible before it serves callbacks.
-FAST_TICK_BUDGET = 0.005
+#: Wall time [s] one tick may spend advancing as fast as possible before it serves callbacks:
+#: one turn of rclpy's executor over a node's entities (a quadruped's: about 100 services,
+#: subscriptions, timers and publisher events) costs about a millisecond, 5 % of this; commands
+#: and service calls wait at most this long.
+FAST_TICK_BUDGET = 0.02
+#: Wall time [s] of one slice of a StepSimulation call or SimulateSteps goal (feedback, cancel).
+STEP_SLICE_BUDGET = 0.005
 #: Most wall time [s] one real-time tick spends advancing, whatever the parameters: the steps
 #: still due then stay due (the simulation lags; the catch-up cap drops what it cannot recover).
 TICK_WALL_BUDGET = 0.05
@@ -196,6 +203,15 @@ class StepCost:
         if steps > 0 and seconds >= 0:
             sample = seconds / steps
             self.seconds = sample if self.seconds is None else 0.5 * (self.seconds + sample)
+
+
+def periods_passed(left: int, steps: int, period: int) -> tuple[int, int]:
+    """How many publish-period boundaries `steps` physics steps pass when the next is `left` steps
+    away (periods of `period` steps), and how far the one after them then is."""
+    if steps < left:
+        return 0, left - steps
+    beyond = steps - left
+    return 1 + beyond // period, period - beyond % period
 
 
 def advance_within(advance: Callable[[int], bool], steps: int, deadline: float, cost: StepCost,
