@@ -10,20 +10,29 @@ Lagrange multipliers), ``project`` (onto the constraints and unit quaternions) a
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from mb_sim.codegen.c_source import GENERATOR_VERSION, generate_c_source
-from mb_sim.codegen.compiled import CompiledModel
-from mb_sim.codegen.errors import FACTORIZATION_FAILURES, CodegenError, FactorizationError
-from mb_sim.codegen.numeric_model import NumericModel
-from mb_sim.codegen.numpy_backend import NumpyModel
-from mb_sim.codegen.pipeline import load_numeric_model
-from mb_sim.codegen.progress import Progress
-from mb_sim.symbolic.equations import EquationsOfMotion
+from mb_sim._lazy import lazy_exports
 
-__all__ = [
-    "compile_model", "load_numeric_model", "generate_c_source", "CompiledModel", "NumpyModel", "NumericModel",
-    "CodegenError", "FactorizationError", "FACTORIZATION_FAILURES", "GENERATOR_VERSION",
-]
+if TYPE_CHECKING:
+    from mb_sim.codegen.numeric_model import NumericModel
+    from mb_sim.codegen.progress import Progress
+    from mb_sim.symbolic.equations import EquationsOfMotion
+
+#: Each public name and the module it is imported from on first use (light to import: see mb_sim._lazy).
+_EXPORTS = {
+    "load_numeric_model": "mb_sim.codegen.pipeline",
+    "generate_c_source": "mb_sim.codegen.c_source",
+    "CompiledModel": "mb_sim.codegen.compiled",
+    "NumpyModel": "mb_sim.codegen.numpy_backend",
+    "NumericModel": "mb_sim.codegen.numeric_model",
+    "CodegenError": "mb_sim.codegen.errors",
+    "FactorizationError": "mb_sim.codegen.errors",
+    "FACTORIZATION_FAILURES": "mb_sim.codegen.errors",
+    "GENERATOR_VERSION": "mb_sim.codegen.version",
+}
+__all__ = ["compile_model", *_EXPORTS]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def compile_model(
@@ -49,7 +58,9 @@ def compile_model(
         The model's outputs are malformed, or (C) no compiler is found or compiling fails.
     """
     if backend == "c":
+        from mb_sim.codegen.compiled import CompiledModel
         return CompiledModel(eom, cache_dir, progress)
     if backend == "numpy":
+        from mb_sim.codegen.numpy_backend import NumpyModel
         return NumpyModel(eom, progress)
     raise ValueError(f"unknown backend {backend!r}: use 'c' or 'numpy'")

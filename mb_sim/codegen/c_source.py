@@ -68,7 +68,9 @@ from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
 from mb_sim.codegen.projection import DEPENDENT_PIVOT, PROJECTION_ITERATIONS, PROJECTION_TOLERANCE, Projection
 from mb_sim.codegen.dissipation import DISSIPATION_WIDTH, MAX_ITERATIONS, NEWTON_REGION, STIFF_RATE_DT, TOLERANCE
+from mb_sim.codegen.runtime_files import RUNTIME_HEADER, RUNTIME_SOURCES, runtime_digest, runtime_directory, runtime_files
 from mb_sim.codegen.servo import SERVO_WIDTH
+from mb_sim.codegen.version import GENERATOR_VERSION
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
 #: The optional output of a model with stiction anchors (mb_sim.model.contact): every electrical
@@ -78,14 +80,7 @@ STATE_UPDATES = "state_updates"
 __all__ = ["GENERATOR_VERSION", "RUNTIME_HEADER", "RUNTIME_SOURCES", "generate_c_source", "runtime_digest",
            "runtime_directory", "runtime_files"]
 
-# Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "18.1"
 
-#: The hand-written runtime, real C files shipped with the package (setup.py package_data): the
-#: header the generated part includes first, and the sources it includes after its functions.
-_RUNTIME = Path(__file__).resolve().parent / "c"
-RUNTIME_HEADER = "mb_runtime.h"
-RUNTIME_SOURCES = ("mb_linalg.c", "mb_dynamics.c", "mb_project.c", "mb_integrate.c")
 
 _SIGNATURE = ("const double *q, const double *u, const double *z, const double *inputs,\n"
               "    const double *params, double t")
@@ -123,26 +118,6 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
         "/* The hand-written runtime (mb_sim/codegen/c): linear algebra, dynamics, projection, RK4. */",
         *(f'#include "{name}"' for name in RUNTIME_SOURCES), "",
     ])
-
-
-def runtime_directory() -> Path:
-    """The directory of the hand-written C runtime the generated file includes (mb_runtime.h and
-    RUNTIME_SOURCES): passed to the compiler with -I, copied by the standalone export."""
-    return _RUNTIME
-
-
-def runtime_files() -> list[Path]:
-    """The runtime's files: its header first, then the sources in their order of inclusion."""
-    return [_RUNTIME / name for name in (RUNTIME_HEADER, *RUNTIME_SOURCES)]
-
-
-def runtime_digest() -> str:
-    """sha256 over the runtime files' names and contents: part of the cache key, so editing the
-    runtime rebuilds every cached model even if the generated text is the same."""
-    digest = hashlib.sha256()
-    for path in runtime_files():
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 class _Printer(C99CodePrinter):

@@ -32,9 +32,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import sympy
-
-from mb_sim.codegen.c_source import GENERATOR_VERSION, runtime_digest
+from mb_sim.codegen.runtime_files import runtime_digest
+from mb_sim.codegen.version import GENERATOR_VERSION
 from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_shared_library
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
@@ -122,10 +121,11 @@ def _alive(pid: int) -> bool:
 
 
 def cache_key(source: str) -> str:
-    """sha256 over the generator and SymPy versions, platform, compile flags, C source and the
-    runtime files it includes (their content: an edited runtime rebuilds)."""
+    """sha256 over the generator version, platform, compile flags, C source and the runtime files
+    it includes (their content: an edited runtime rebuilds).  The C source is the whole of what
+    the generator made (whatever SymPy printed it)."""
     digest = hashlib.sha256()
-    for part in (GENERATOR_VERSION, sympy.__version__, sys.platform, platform.machine(),
+    for part in (GENERATOR_VERSION, sys.platform, platform.machine(),
                  " ".join(COMPILE_FLAGS), runtime_digest(), source):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()
@@ -222,8 +222,7 @@ class _Entry:
             atomic_write(self.source, source.encode())
             with temporary_path(self.library) as library:
                 compile_shared_library(self.source, library, progress)
-                metadata = {"key": self.key, "sha256": _sha256(library),
-                            "generator_version": GENERATOR_VERSION, "sympy": sympy.__version__}
+                metadata = {"key": self.key, "sha256": _sha256(library), "generator_version": GENERATOR_VERSION}
                 os.replace(library, self.library)
             atomic_write(self.sidecar, json.dumps(metadata, indent=1).encode())
         except OSError as error:

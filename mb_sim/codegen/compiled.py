@@ -6,12 +6,16 @@ import os
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
 from mb_sim.codegen.cache import load_library
-from mb_sim.codegen.c_source import generate_c_source
 from mb_sim.codegen.errors import CodegenError, FactorizationError
 from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress
-from mb_sim.symbolic.equations import EquationsOfMotion
+
+if TYPE_CHECKING:
+    from mb_sim.codegen.header import ModelHeader
+    from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = ["CompiledModel"]
 
@@ -24,7 +28,7 @@ class CompiledModel(NumericModel):
     """A model whose generated C is compiled (or found in the disk cache) and loaded.
 
     ``source`` is the model's already generated C (found in the cache): then `eom` need only
-    carry names, dimensions and output shapes.  Pointers to the buffers are made once, here: a call costs one copy into the buffers and one
+    carry names, dimensions and output shapes (a :class:`~mb_sim.codegen.header.ModelHeader`).  Pointers to the buffers are made once, here: a call costs one copy into the buffers and one
     foreign call (converting arrays to pointers per call would cost more than the dynamics).
 
     Attributes
@@ -36,11 +40,15 @@ class CompiledModel(NumericModel):
     """
 
     def __init__(
-        self, eom: EquationsOfMotion, cache_dir: str | os.PathLike | None = None,
+        self, eom: EquationsOfMotion | ModelHeader, cache_dir: str | os.PathLike | None = None,
         progress: Progress = None, source: str | None = None,
     ):
         super().__init__(eom)
-        self.source = generate_c_source(eom, progress) if source is None else source
+        if source is None:
+            from mb_sim.codegen.c_source import generate_c_source  # SymPy: only to generate
+
+            source = generate_c_source(eom, progress)
+        self.source = source
         self.library_path, library = load_library(self.source, eom.name, cache_dir, progress)
         self._check_matches(library)
         self._time = np.zeros(1)

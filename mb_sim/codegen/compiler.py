@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from mb_sim.codegen.c_source import runtime_directory
+from mb_sim.codegen.runtime_files import runtime_directory
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 

@@ -7,13 +7,17 @@ only the ``PROJECTION_OUTPUTS`` blocks, at the same offsets.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mb_sim.codegen.errors import CodegenError
-from mb_sim.symbolic.equations import (
-    CONTACT_STATE_COLUMNS, FT_STATE_COLUMNS, IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS, OUTPUT_NAMES, SPRING_STATE_COLUMNS, EquationsOfMotion,
+from mb_sim.symbolic.output_names import (
+    CONTACT_STATE_COLUMNS, FT_STATE_COLUMNS, IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS, OUTPUT_NAMES, SPRING_STATE_COLUMNS,
 )
+
+if TYPE_CHECKING:  # or a ModelHeader (mb_sim.codegen.header), which has what is read here
+    from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = ["Block", "OutputLayout", "DYNAMICS_OUTPUTS", "PROJECTION_OUTPUTS"]
 

@@ -11,6 +11,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,7 +20,9 @@ from mb_sim.codegen.layout import OutputLayout
 from mb_sim.codegen.projection import Projection
 from mb_sim.codegen.dissipation import DISSIPATION_WIDTH
 from mb_sim.codegen.servo import servo_table
-from mb_sim.symbolic.equations import EquationsOfMotion
+
+if TYPE_CHECKING:  # or a ModelHeader (mb_sim.codegen.header): names, shapes and values, no expression
+    from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = ["Buffers", "ForceLawCallback", "MAX_RK4_STEPS", "NumericModel", "check_step_count"]
 
@@ -103,6 +106,10 @@ class NumericModel(ABC):
         if len(eom.parameter_values) != len(eom.parameters):
             raise CodegenError(f"model {eom.name!r}: {len(eom.parameter_values)} parameter values "
                                f"for {len(eom.parameters)} parameters")
+        from mb_sim.codegen.header import ModelHeader
+
+        #: Names, shapes and defaults of the equations (what a cache entry keeps of them).
+        self.header = eom if isinstance(eom, ModelHeader) else ModelHeader.from_equations(eom)
         self.name = eom.name
         self.link_names = list(eom.link_names)
         self.n_q, self.n_u, self.n_z, self.n_constraints = eom.n_q, eom.n_u, eom.n_z, eom.n_constraints

@@ -15,30 +15,20 @@ import json
 import os
 from pathlib import Path
 
-from sympy import Matrix, Symbol
-from sympy.physics.mechanics import dynamicsymbols
-
-from mb_sim.codegen.c_source import GENERATOR_VERSION
 from mb_sim.codegen.cache import atomic_write, cache_directory, is_private, safe_name
 from mb_sim.codegen.compiled import CompiledModel
 from mb_sim.codegen.errors import CodegenError
+from mb_sim.codegen.header import ModelHeader, header_json
 from mb_sim.codegen.numeric_model import NumericModel
 from mb_sim.codegen.numpy_backend import NumpyModel
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.model import Robot
 from mb_sim.symbolic import EquationsOfMotion, derive_equations
 from mb_sim.symbolic.signature import topology_key
+from mb_sim.codegen.version import GENERATOR_VERSION
 from mb_sim.urdf.size import check_model_size
 
 __all__ = ["load_numeric_model"]
-
-# The index lists of EquationsOfMotion the header carries.
-_INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", "projection_speeds", "dissipation_rows",
-                "quaternion_starts")
-# ... and its name lists.
-_NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names", "motor_names",
-               "contact_names", "imu_names")
-
 
 def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.PathLike | None = None,
                        progress: Progress = None) -> NumericModel:
@@ -68,19 +58,6 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _header(eom: EquationsOfMotion) -> dict:
-    return {
-        "name": eom.name, "q": [str(s) for s in eom.q], "u": [str(s) for s in eom.u], "z": [str(s) for s in eom.z],
-        "constraint_independent": [bool(v) for v in eom.constraint_independent],
-        "generic_configurations": [[float(v) for v in c] for c in eom.generic_configurations],
-        "inputs": [str(s) for s in eom.inputs], "parameters": [str(s) for s in eom.parameters],
-        "link_names": eom.link_names,
-        "shapes": {name: list(matrix.shape) for name, matrix in eom.outputs.items()},
-        **{key: [int(i) for i in getattr(eom, key)] for key in _INDEX_LISTS},
-        **{key: [str(n) for n in getattr(eom, key)] for key in _NAME_LISTS},
-    }
-
-
 def _force_laws(robot: Robot) -> list[tuple[str, str]]:
     """(spring, law) of the robot's user-law springs: law names are not part of the topology (the
     generated code calls back whatever law the robot at hand names), so never from the cache."""
@@ -91,7 +68,7 @@ def _force_laws(robot: Robot) -> list[tuple[str, str]]:
 def _write_index(index: Path, eom: EquationsOfMotion, source: Path, text: str) -> None:
     """Atomically write the index entry (temporary file in the same directory, then replace):
     the source file's name and the sha256 of `text`, the source as generated."""
-    entry = {"source": source.name, "source_sha256": _sha256(text), "header": _header(eom)}
+    entry = {"source": source.name, "source_sha256": _sha256(text), "header": header_json(eom)}
     atomic_write(index, json.dumps(entry, indent=1).encode())
 
 
@@ -113,17 +90,7 @@ def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress)
         values = robot.parameters
         if header["parameters"] != [str(p) for p in values]:
             return None
-        eom = EquationsOfMotion(
-            name=header["name"], q=[Symbol(n) for n in header["q"]], u=[Symbol(n) for n in header["u"]],
-            z=[Symbol(n) for n in header["z"]], constraint_independent=[bool(v) for v in header["constraint_independent"]],
-            generic_configurations=header["generic_configurations"],
-            inputs=[Symbol(n) for n in header["inputs"]], parameters=list(values),
-            parameter_values=list(values.values()), time=dynamicsymbols._t, temporaries=[],
-            outputs={name: Matrix.zeros(*shape) for name, shape in header["shapes"].items()},
-            link_names=header["link_names"],
-            **{key: header[key] for key in _INDEX_LISTS + _NAME_LISTS},
-            force_laws=_force_laws(robot),
-        )
+        eom = ModelHeader.from_json(header, list(values.values()), _force_laws(robot))
         model = CompiledModel(eom, directory, progress, source=source)
     except (OSError, ValueError, KeyError, TypeError, CodegenError):
         return None

@@ -37,12 +37,14 @@ when Gauss-Newton does not reach the tolerance.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from mb_sim.codegen.errors import CodegenError
-from mb_sim.symbolic.equations import EquationsOfMotion
+
+if TYPE_CHECKING:  # or a ModelHeader (mb_sim.codegen.header), which has what is read here
+    from mb_sim.symbolic.equations import EquationsOfMotion
 
 __all__ = ["DEPENDENT_PIVOT", "PROJECTION_ITERATIONS", "PROJECTION_TOLERANCE", "Projection", "project_state",
            "solve_gram"]

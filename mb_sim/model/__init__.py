@@ -3,34 +3,56 @@
 After SymBRiM: a robot is a :class:`Robot` model whose submodels are :class:`RigidLink` models and
 whose connections are joints; loads are load groups.  ``load_urdf`` builds one from a URDF.
 """
-from mb_sim.model.actuators import MOTOR_STATE, DCMotor
-from mb_sim.model.auxiliary import AuxiliaryDataHandler
-from mb_sim.model.base import (
-    INPUT_KINDS, ComponentBase, ComponentError, ConnectionBase, ConstraintRow, Input, LoadGroupBase, ModelBase,
-    symbol_name,
-)
-from mb_sim.model.builder import build_robot, load_urdf
-from mb_sim.model.closures import CoordinateConstraint, LoopJoint
-from mb_sim.model.body_contact import BodyContact
-from mb_sim.model.contact import CONTACT_STATE, GroundContact
-from mb_sim.model.force_laws import SpringForceLaw, force_law, register_force_law, registered_force_laws
-from mb_sim.model.joints import (
-    FixedJoint, FloatingJoint, JointBase, PlanarJoint, PrismaticJoint, RevoluteJoint,
-)
-from mb_sim.model.kinematics import link_poses
-from mb_sim.model.link import RigidLink
-from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring
-from mb_sim.model.registry import component_class, registered_components
-from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement
-from mb_sim.model.robot import Robot
-from mb_sim.model.springs import SPRING_STATE, SpringDamper
-from mb_sim.model.wheels import RollingWheel
+from __future__ import annotations
 
-__all__ = [
-    "AuxiliaryDataHandler", "BodyContact", "CONTACT_STATE", "GroundContact", "DCMotor", "MOTOR_STATE", "RollingWheel", "ComponentBase", "ComponentError", "ConnectionBase", "ConnectionRequirement",
-    "ConstraintRow", "CoordinateConstraint", "INPUT_KINDS", "Input", "FixedJoint", "FloatingJoint", "Gravity", "JointBase",
-    "JointDissipation", "JointEffort", "JointLimitStop", "JointSpring", "LoadGroupBase", "LoopJoint", "ModelBase",
-    "ModelRequirement", "PlanarJoint", "PrismaticJoint", "RevoluteJoint", "RigidLink", "Robot", "SPRING_STATE",
-    "SpringDamper", "SpringForceLaw", "build_robot", "component_class", "force_law", "link_poses", "load_urdf",
-    "register_force_law", "registered_force_laws", "registered_components", "symbol_name",
-]
+from mb_sim._lazy import lazy_exports
+
+#: Each public name and the module it is imported from on first use (light to import: see mb_sim._lazy).
+_EXPORTS = {
+    "AuxiliaryDataHandler": "mb_sim.model.auxiliary",
+    "BodyContact": "mb_sim.model.body_contact",
+    "CONTACT_STATE": "mb_sim.model.contact",
+    "GroundContact": "mb_sim.model.contact",
+    "DCMotor": "mb_sim.model.actuators",
+    "MOTOR_STATE": "mb_sim.model.actuators",
+    "RollingWheel": "mb_sim.model.wheels",
+    "ComponentBase": "mb_sim.model.base",
+    "ComponentError": "mb_sim.model.base",
+    "ConnectionBase": "mb_sim.model.base",
+    "ConnectionRequirement": "mb_sim.model.requirement",
+    "ConstraintRow": "mb_sim.model.base",
+    "CoordinateConstraint": "mb_sim.model.closures",
+    "INPUT_KINDS": "mb_sim.model.base",
+    "Input": "mb_sim.model.base",
+    "FixedJoint": "mb_sim.model.joints",
+    "FloatingJoint": "mb_sim.model.joints",
+    "Gravity": "mb_sim.model.loads",
+    "JointBase": "mb_sim.model.joints",
+    "JointDissipation": "mb_sim.model.loads",
+    "JointEffort": "mb_sim.model.loads",
+    "JointLimitStop": "mb_sim.model.loads",
+    "JointSpring": "mb_sim.model.loads",
+    "LoadGroupBase": "mb_sim.model.base",
+    "LoopJoint": "mb_sim.model.closures",
+    "ModelBase": "mb_sim.model.base",
+    "ModelRequirement": "mb_sim.model.requirement",
+    "PlanarJoint": "mb_sim.model.joints",
+    "PrismaticJoint": "mb_sim.model.joints",
+    "RevoluteJoint": "mb_sim.model.joints",
+    "RigidLink": "mb_sim.model.link",
+    "Robot": "mb_sim.model.robot",
+    "SPRING_STATE": "mb_sim.model.springs",
+    "SpringDamper": "mb_sim.model.springs",
+    "SpringForceLaw": "mb_sim.model.force_laws",
+    "build_robot": "mb_sim.model.builder",
+    "component_class": "mb_sim.model.registry",
+    "force_law": "mb_sim.model.force_laws",
+    "link_poses": "mb_sim.model.kinematics",
+    "load_urdf": "mb_sim.model.builder",
+    "register_force_law": "mb_sim.model.force_laws",
+    "registered_force_laws": "mb_sim.model.force_laws",
+    "registered_components": "mb_sim.model.registry",
+    "symbol_name": "mb_sim.model.base",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -24,7 +24,7 @@ import numpy as np
 
 from mb_sim.codegen import NumericModel
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
-from mb_sim.symbolic.constraints import independent_rows
+from mb_sim.symbolic.rank import independent_rows
 
 __all__ = ["ConstraintKinematics", "CONTINUATION_STEP", "SOLVER_ITERATIONS"]
 

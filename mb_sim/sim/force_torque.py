@@ -25,10 +25,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mb_sim.model.body_contact import BodyContact
-from mb_sim.model.contact import GroundContact
+from mb_sim.sim.robot_facts import RobotFacts, as_facts
 
-__all__ = ["ForceTorqueSet", "Wrench"]
+__all__ = ["ForceTorqueSet", "Wrench", "contact_loads"]
 
 
 class Wrench(NamedTuple):
@@ -53,6 +52,9 @@ class _Sensor:
 def contact_loads(robot) -> list[list[tuple[str, float]]]:
     """Per row of ``contact_states`` (the derivation's order), the links its force acts on with
     the sign: ``(link, +1)`` for a ground feature, ``(link1, +1), (link2, -1)`` for a pair's."""
+    from mb_sim.model.body_contact import BodyContact
+    from mb_sim.model.contact import GroundContact
+
     loads = []
     for component in robot.walk():
         if isinstance(component, GroundContact):
@@ -68,22 +70,20 @@ def contact_loads(robot) -> list[list[tuple[str, float]]]:
 class ForceTorqueSet:
     """The force-torque sensors of one simulator's robot: readings at the state in the buffers."""
 
-    def __init__(self, robot, model) -> None:
+    def __init__(self, robot: RobotFacts, model) -> None:
+        robot = as_facts(robot)  # (or a mb_sim.model.Robot)
         self.model = model
-        sensors = list(getattr(robot, "force_torques", []))
+        sensors = robot.force_torques
         rows = model.layout.blocks["ft_states"].shape[0]
         if rows != len(sensors):
             raise ValueError(f"the compiled model has {rows} force-torque sensor rows for {len(sensors)} sensors "
                              f"({', '.join(s.name for s in sensors) or 'none'}); rebuild it (another cache_dir)")
         link_rows = {name: k for k, name in enumerate(model.link_names)}
-        self.sensors: dict[str, _Sensor] = {}
-        for index, sensor in enumerate(sensors):
-            joint = robot.joints[sensor.joint].joint_description
-            side = frozenset(robot.force_torque_subtree(sensor))
-            frame = joint.child if sensor.frame == "child" else joint.parent
-            sign = 1.0 if sensor.measure_direction == "parent_to_child" else -1.0
-            self.sensors[sensor.name] = _Sensor(index, link_rows[joint.child], link_rows[frame], side, sign)
-        self.contacts = contact_loads(robot) if sensors else []
+        self.sensors: dict[str, _Sensor] = {
+            sensor.name: _Sensor(index, link_rows[sensor.child], link_rows[sensor.frame_link], frozenset(sensor.side),
+                                 sensor.sign)
+            for index, sensor in enumerate(sensors)}
+        self.contacts = [list(row) for row in robot.contact_loads] if sensors else []
         if sensors and len(self.contacts) != len(model.contact_names):
             raise ValueError(f"force-torque sensors: {len(self.contacts)} contact rows expected, the model has "
                              f"{len(model.contact_names)}")

@@ -19,11 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from mb_sim.urdf.rotations import rpy_to_matrix
 
-__all__ = ["ImuNoise", "ImuReading", "ImuSet"]
+__all__ = ["quaternion_xyzw", "ImuNoise", "ImuReading", "ImuSet"]
 
 
 @dataclass(frozen=True)
@@ -137,4 +136,24 @@ class ImuSet:
                                 + noise.angular_velocity_stddev * rng.standard_normal(3))
             linear_acceleration = (linear_acceleration + np.asarray(noise.linear_acceleration_bias, dtype=float)
                                    + noise.linear_acceleration_stddev * rng.standard_normal(3))
-        return ImuReading(Rotation.from_matrix(sensor).as_quat(), angular_velocity, linear_acceleration)
+        return ImuReading(quaternion_xyzw(sensor), angular_velocity, linear_acceleration)
+
+
+def quaternion_xyzw(rotation: np.ndarray) -> np.ndarray:
+    """The unit quaternion (x, y, z, w) of rotation matrix `rotation`, computed from its largest
+    of trace and diagonal (Shepperd's choice, as SciPy's ``Rotation.from_matrix``, whose results it
+    gives: importing SciPy would cost a cached robot's load a quarter of a second)."""
+    m = rotation
+    decision = (m[0, 0], m[1, 1], m[2, 2], m[0, 0] + m[1, 1] + m[2, 2])
+    choice = int(np.argmax(decision))
+    quaternion = np.empty(4)
+    if choice != 3:
+        i, j, k = choice, (choice + 1) % 3, (choice + 2) % 3
+        quaternion[i] = 1.0 - decision[3] + 2.0 * m[i, i]
+        quaternion[j] = m[j, i] + m[i, j]
+        quaternion[k] = m[k, i] + m[i, k]
+        quaternion[3] = m[k, j] - m[j, k]
+    else:
+        quaternion[:3] = m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]
+        quaternion[3] = 1.0 + decision[3]
+    return quaternion / np.linalg.norm(quaternion)

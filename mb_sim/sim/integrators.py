@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mb_sim.codegen import FactorizationError
+from mb_sim.codegen.errors import FactorizationError
 
 if TYPE_CHECKING:
     from mb_sim.sim.simulator import Simulator
@@ -133,26 +133,25 @@ class AdaptiveSciPy:
 
 def move_anchors(sim: Simulator, to_contact_points: bool = False) -> None:
     """Move the stiction anchors of the simulator's ground (if it has them) in ``sim.model.buffers.z``
-    as a step's end does (:func:`~mb_sim.model.contact.updated_anchors`, the rule of the generated
+    as a step's end does (:func:`~mb_sim.model.anchors.updated_anchors`, the rule of the generated
     ``state_updates``), or with `to_contact_points` put them at the contact points (a body set
     down starts unstressed)."""
-    from mb_sim.model import symbol_name
-    from mb_sim.model.contact import updated_anchors
-
-    grounds = [c for c in sim.robot.walk() if getattr(c, "anchors", None)]
+    grounds = sim.facts.anchors
     if not grounds:
         return
+    from mb_sim.model.anchors import updated_anchors
+
     b = sim.model.buffers
     sim.model.evaluate_into(sim.time)
     rows, names = sim.model.layout.view(b.out, "contact_states"), list(sim.model.contact_names)
     for ground in grounds:
-        mine = rows[[names.index(f"{ground.name}/{f.name}") for f in ground.features]]
-        states = [sim.electrical_state_names.index(symbol_name(s)) for anchor in ground.anchors for s in anchor]
+        mine = rows[[names.index(feature) for feature in ground.features]]
+        states = [sim.electrical_state_names.index(s) for anchor in ground.states for s in anchor]
         if to_contact_points:
             b.z[states] = mine[:, :3].ravel()
         else:
-            b.z[states] = updated_anchors(mine, b.z[states].reshape(-1, 3), sim.parameter(str(ground.k_t)),
-                                          sim.parameter(str(ground.mu))).ravel()
+            b.z[states] = updated_anchors(mine, b.z[states].reshape(-1, 3), sim.parameter(ground.stiffness),
+                                          sim.parameter(ground.friction)).ravel()
 
 
 def stepper(name: str) -> FixedStepRK4 | AdaptiveSciPy:

@@ -30,7 +30,7 @@ import scipy.linalg
 
 from mb_sim.codegen.numpy_backend import NumpyModel
 from mb_sim.symbolic import derive_equations
-from mb_sim.symbolic.constraints import independent_rows
+from mb_sim.symbolic.rank import independent_rows
 
 __all__ = ["Linearization", "LinearizationError", "linearize", "equilibrium", "Equilibrium"]
 

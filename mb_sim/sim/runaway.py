@@ -47,17 +47,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mb_sim.codegen import NumericModel
-from mb_sim.model import (
-    BodyContact, DCMotor, FixedJoint, FloatingJoint, GroundContact, Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring,
-    LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink, Robot, RollingWheel, SpringDamper,
-    CoordinateConstraint, symbol_name,
-)
+from typing import TYPE_CHECKING
+
 from mb_sim.sim.errors import SimulationError
+from mb_sim.sim.robot_facts import RobotFacts, as_facts, robot_size
+
+if TYPE_CHECKING:
+    from mb_sim.codegen.numeric_model import NumericModel
 
 __all__ = [
     "ENERGY_CHECK_STEPS", "ENERGY_FLOOR", "ENERGY_TOLERANCE", "MAX_TURN_PER_STEP", "ROBOT_SIZE_FLOOR",
-    "RunawayWatch", "SpeedBound", "resolution_bounds", "robot_size", "speed_bounds",
+    "RunawayWatch", "SpeedBound", "resolution_bounds", "robot_size", "speed_bounds", "unknown_component",
 ]
 
 #: The most a joint may turn in one step [rad] before the motion is beyond what the integration
@@ -74,11 +74,24 @@ ENERGY_FLOOR = 1e-9
 #: The energy is judged at most once per this many steps (one output evaluation each time).
 ENERGY_CHECK_STEPS = 100
 
-#: Component types whose power the energy watch knows: conservative with their potential in E,
-#: dissipative, ideal constraints, or fed through the inputs it looks at.
-_KNOWN_COMPONENTS = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint,
-                     Gravity, JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper,
-                     LoopJoint, CoordinateConstraint, RollingWheel, GroundContact, BodyContact)
+
+
+def unknown_component(robot) -> str | None:
+    """Why the energy watch cannot judge `robot` (a :class:`mb_sim.model.Robot`): a component
+    whose power it does not know (a user's load group may feed power in); None if there is none.
+    It knows the types conservative with their potential in E, dissipative, ideal constraints, or
+    fed through the inputs it looks at."""
+    from mb_sim.model import (
+        BodyContact, CoordinateConstraint, DCMotor, FixedJoint, FloatingJoint, Gravity, GroundContact, JointDissipation,
+        JointEffort, JointLimitStop, JointSpring, LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink,
+        Robot, RollingWheel, SpringDamper,
+    )
+
+    known = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint, Gravity,
+             JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper, LoopJoint,
+             CoordinateConstraint, RollingWheel, GroundContact, BodyContact)
+    unknown = [c for c in robot.walk() if type(c) not in known]
+    return f"component {unknown[0].name!r} ({type(unknown[0]).__name__}) may feed power in" if unknown else None
 
 
 @dataclass(frozen=True)
@@ -93,48 +106,31 @@ class SpeedBound:
     origin: str
 
 
-def robot_size(robot: Robot) -> float:
-    """The robot's size [m]: its longest chain of joint offsets from the root plus the centre of
-    mass of the chain's last link (at least ROBOT_SIZE_FLOOR)."""
-    reach = {robot.root_link.name: 0.0}
-    pending = [j.joint_description for j in robot.joints.values()]
-    while pending:  # joints in any order: place each once its parent link is placed
-        placed = [j for j in pending if j.parent in reach]
-        if not placed:
-            break
-        for joint in placed:
-            reach[joint.child] = reach[joint.parent] + float(np.linalg.norm(joint.origin_xyz))
-        pending = [j for j in pending if j.parent not in reach]
-    size = 0.0
-    for name, distance in reach.items():
-        inertial = robot.links[name].link_description.inertial if name in robot.links else None
-        size = max(size, distance + (float(np.linalg.norm(inertial.com)) if inertial is not None else 0.0))
-    return max(size, ROBOT_SIZE_FLOOR)
-
-
-def resolution_bounds(robot: Robot, dt: float) -> tuple[float, float]:
-    """The default bounds at step `dt`: angular rates [rad/s], linear velocities [m/s]."""
+def resolution_bounds(robot: RobotFacts, dt: float) -> tuple[float, float]:
+    """The default bounds at step `dt`: angular rates [rad/s], linear velocities [m/s] (`robot`: its
+    facts, or a :class:`mb_sim.model.Robot`)."""
     rotational = MAX_TURN_PER_STEP / dt
-    return rotational, rotational * robot_size(robot)
+    return rotational, rotational * as_facts(robot).size
 
 
-def speed_bounds(robot: Robot, defaults: tuple[float, float], factor: float | None = None) -> list[SpeedBound]:
-    """The bound of every generalized speed of `robot`, in the order of ``robot.system.u``:
+def speed_bounds(robot: RobotFacts, defaults: tuple[float, float], factor: float | None = None) -> list[SpeedBound]:
+    """The bound of every generalized speed of `robot` (its facts, or a Robot), in speed order:
     `defaults` (rotational rad/s, translational m/s, e.g. :func:`resolution_bounds`) by the unit
     of the speed; with `factor`, a one-DoF joint with a URDF velocity limit gets the smaller of
     its default and `factor` times that limit."""
+    facts = as_facts(robot)
     by_speed = {}
-    for joint in robot.joints.values():
-        limit = joint.joint_description.limit.velocity
-        for symbol, (_, _, unit) in zip(joint.u, joint.speeds):
+    for joint in facts.joints:
+        limit = joint.velocity
+        for speed, unit in zip(joint.speeds, joint.speed_units):
             rotational = unit == "rad/s"
             bound = defaults[0] if rotational else defaults[1]
             origin = (f"{MAX_TURN_PER_STEP:g} rad per step" + ("" if rotational else " times the robot's size")
                       + ": beyond what the integration resolves")
-            if factor and len(joint.u) == 1 and math.isfinite(limit) and 0 < factor * limit < bound:
+            if factor and len(joint.speeds) == 1 and math.isfinite(limit) and 0 < factor * limit < bound:
                 bound, origin = factor * limit, f"{factor:g} x its URDF velocity limit {limit:g} {unit}"
-            by_speed[symbol] = SpeedBound(symbol_name(symbol), joint.name, float(bound), unit, origin)
-    return [by_speed[u] for u in robot.system.u]
+            by_speed[speed] = SpeedBound(speed, joint.name, float(bound), unit, origin)
+    return [by_speed[u] for u in facts.speed_names]
 
 
 class RunawayWatch:
@@ -147,7 +143,7 @@ class RunawayWatch:
     Parameters
     ----------
     robot, model
-        The robot and its numeric model (whose buffers hold the state).
+        The robot's facts (or the robot) and its numeric model (whose buffers hold the state).
     parameter_names, speed_names, electrical_state_names
         As the simulator's.
     bounds
@@ -156,8 +152,9 @@ class RunawayWatch:
         Whether to judge the energy at all.
     """
 
-    def __init__(self, robot: Robot, model: NumericModel, parameter_names: list[str], speed_names: list[str],
+    def __init__(self, robot: RobotFacts, model: NumericModel, parameter_names: list[str], speed_names: list[str],
                  electrical_state_names: list[str], bounds: list[SpeedBound], check_energy: bool = True) -> None:
+        robot = as_facts(robot)
         self._model, self._speed_names = model, speed_names
         b = model.buffers
         self._u, self._inputs, self._out, self._params, self._servo = b.u, b.inputs, b.out, b.params, b.servo
@@ -178,41 +175,33 @@ class RunawayWatch:
         self._pending = 0  # steps since the energy was last judged
 
     # -- what the energy consists of ---------------------------------------------------------
-    def _energy_terms(self, robot: Robot, speed_names: list[str], electrical_state_names: list[str]) -> tuple:
+    def _energy_terms(self, robot: RobotFacts, speed_names: list[str], electrical_state_names: list[str]) -> tuple:
         """Stops ``(joint, q index, k, lower, upper)``, motors ``(u index, n, J, z index, L)`` and
         springs ``(name, velocity offset, active)``, as parameter names (or numbers)."""
-        coordinates = [symbol_name(q) for q in robot.system.q]
-        stops, motors, springs = [], [], []
-        for joint in robot.joints.values():
-            for group in joint.load_groups:
-                if isinstance(group, JointLimitStop):
-                    stops.append((joint.name, coordinates.index(symbol_name(joint.q[0])), self._term(group.k),
-                                  *(self._term(group.bounds[s]) if s in group.bounds else None
-                                    for s in ("lower", "upper"))))
-                elif isinstance(group, DCMotor):
-                    current = (electrical_state_names.index(symbol_name(group.current)) if group.inductive else None)
-                    motors.append((speed_names.index(symbol_name(joint.u[0])), self._term(group.n),
-                                   self._term(group.J), current, self._term(group.L) if group.inductive else 0.0))
-        for name, spring in robot.spring_dampers.items():
-            springs.append((name, self._term(spring.velocity_offset), self._term(spring.active)))
+        coordinates = list(robot.coordinate_names)
+        stops = [(stop.joint, coordinates.index(robot.joint(stop.joint).coordinates[0]), self._term(stop.stiffness),
+                  self._term(stop.lower), self._term(stop.upper)) for stop in robot.stops]
+        motors = [(speed_names.index(m.speed), self._term(m.gear_ratio), self._term(m.rotor_inertia),
+                   None if m.current is None else electrical_state_names.index(m.current), self._term(m.inductance))
+                  for m in robot.motors]
+        springs = [(s.name, self._term(s.velocity_offset), self._term(s.active)) for s in robot.springs]
         return stops, motors, springs
 
-    def _term(self, value) -> str | float:
-        """A parameter's name (read from the buffers when needed), or the exact number."""
+    def _term(self, value) -> str | float | None:
+        """A parameter's name (read from the buffers when needed), the exact number, or None."""
+        if value is None:
+            return None
         return str(value) if str(value) in self._parameter_index else float(value)
 
     def _value(self, term: str | float) -> float:
         return float(self._params[self._parameter_index[term]]) if isinstance(term, str) else term
 
-    def _never_judged(self, robot: Robot, model: NumericModel) -> str | None:
+    def _never_judged(self, robot: RobotFacts, model: NumericModel) -> str | None:
         """Why this robot's energy may rise without the inputs: a user force law or an unknown
         component; None if it cannot."""
         if model.force_laws:
             return f"spring-damper {model.force_laws[0][0]!r} follows a user force law"
-        unknown = [c for c in robot.walk() if type(c) not in _KNOWN_COMPONENTS]
-        if unknown:
-            return f"component {unknown[0].name!r} ({type(unknown[0]).__name__}) may feed power in"
-        return None
+        return robot.unjudged_energy
 
     def _fed(self) -> str | None:
         """Why the energy may rise with the current parameters (a velocity offset), or None."""

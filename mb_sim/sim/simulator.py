@@ -16,11 +16,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
-from mb_sim.codegen import FACTORIZATION_FAILURES, FactorizationError, load_numeric_model
-from mb_sim.model import JointLimitStop, Robot, force_law, load_urdf, symbol_name
+from typing import TYPE_CHECKING
+
+from mb_sim.codegen.errors import FACTORIZATION_FAILURES, FactorizationError
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
-from mb_sim.urdf import URDFError
+from mb_sim.sim.robot_cache import load_robot
+from mb_sim.sim.robot_facts import StopFacts
+from mb_sim.urdf.errors import URDFError
 from mb_sim.urdf.inertia import SINGULAR
 from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, move_anchors, stepper
 from mb_sim.sim.stiff_dissipation import stiff_joints
@@ -30,13 +33,16 @@ from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.runaway import (
     RunawayWatch, resolution_bounds, speed_bounds,
 )
-from mb_sim.symbolic.constraints import independent_rows
+from mb_sim.symbolic.rank import independent_rows
 from mb_sim.sim.imu import ImuNoise, ImuReading, ImuSet
 from mb_sim.sim.force_torque import ForceTorqueSet, Wrench
 from mb_sim.sim.outputs import (
     ConstraintErrors, ConstraintReaction, ContactState, ContactWrench, MotorState, SimulationOutputs, SpringState,
     Trajectory,
 )
+
+if TYPE_CHECKING:
+    from mb_sim.model import Robot
 
 __all__ = ["Simulator", "INTEGRATORS", "MAX_STEPS_PER_CALL", "STOP_FREQUENCY"]
 
@@ -71,7 +77,9 @@ class Simulator:
     robot
         A robot model, or a URDF path / URDF text (loaded with `floating_base` and `ground`: see
         ``load_urdf``);
-        a ``.xacro`` path is expanded first with `xacro_args` (``{"name": "value"}``).
+        a ``.xacro`` path is expanded first with `xacro_args` (``{"name": "value"}``).  A URDF
+        loaded before comes from the cache without being parsed or derived (no SymPy imported:
+        :mod:`mb_sim.sim.robot_cache`); ``robot`` then builds the component model on first use.
     dt
         Physics step of the fixed-step integrator [s] (default 1 ms); also the output step of
         ``advance`` for adaptive integrators.
@@ -132,34 +140,31 @@ class Simulator:
             if not (math.isfinite(tolerance) and tolerance > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {tolerance}")
         _check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
-        self.robot = robot if isinstance(robot, Robot) else load_urdf(robot, floating_base=floating_base,
-                                                                               xacro_args=xacro_args, ground=ground)
-        self.model = load_numeric_model(self.robot, backend, cache_dir, progress)
+        self._loaded = load_robot(robot, floating_base=floating_base, xacro_args=xacro_args, ground=ground,
+                                  backend=backend, cache_dir=cache_dir, progress=progress)
+        self.facts = facts = self._loaded.facts  # what is read of the robot (mb_sim.sim.robot_facts)
+        self.model = self._loaded.model
         self.dt, self.integrator, self.rtol, self.atol = dt, integrator, rtol, atol
-        system = self.robot.system
-        self.coordinate_names = [symbol_name(q) for q in system.q]
-        self.speed_names = [symbol_name(u) for u in system.u]
-        self.parameter_names = [str(p) for p in self.robot.parameters]
-        efforts, voltages = self.robot.collect_inputs("effort"), self.robot.collect_inputs("voltage")
-        self.actuated_joints = [i.name for i in efforts]
+        self.coordinate_names, self.speed_names = list(facts.coordinate_names), list(facts.speed_names)
+        self.parameter_names = list(facts.parameter_names)
+        self.actuated_joints = [i.name for i in facts.efforts]
         self._actuated_index = {name: k for k, name in enumerate(self.actuated_joints)}
-        self.effort_limits = np.array([i.limit for i in efforts], dtype=float)
+        self.effort_limits = np.array([i.limit for i in facts.efforts], dtype=float)
         self._default_effort_limits(default_effort_limit)
-        self.motors = [i.name for i in voltages]
-        self.motor_joints = {i.name: i.joint for i in voltages}
-        self.voltage_limits = np.array([i.limit for i in voltages], dtype=float)
-        self.electrical_state_names = [symbol_name(state) for component in self.robot.walk()
-                                       for state, _, _ in component.electrical_states()]
-        self._one_dof = {j.name: (self.coordinate_names.index(symbol_name(j.q[0])), self.speed_names.index(symbol_name(j.u[0])))
-                         for j in self.robot.joints.values() if len(j.q) == 1}
+        self.motors = [i.name for i in facts.voltages]
+        self.motor_joints = {i.name: i.joint for i in facts.voltages}
+        self.voltage_limits = np.array([i.limit for i in facts.voltages], dtype=float)
+        self.electrical_state_names = list(facts.electrical_state_names)
+        self._one_dof = {j.name: (self.coordinate_names.index(j.coordinates[0]), self.speed_names.index(j.speeds[0]))
+                         for j in facts.joints if len(j.coordinates) == 1}
         self._angles = [k for j, (k, _) in self._one_dof.items()  # compared modulo 2 pi by assembly
-                        if self.robot.joints[j].joint_description.type in ("revolute", "continuous")]
+                        if facts.joint(j).type in ("revolute", "continuous")]
         self._kinematics = ConstraintKinematics(self.model, self.model.constraint_labels)
         self._released: set[str] = set()  # constraints disabled by the user
         self._connect_force_laws()
-        defaults = resolution_bounds(self.robot, dt) if default_speed_bounds is None else tuple(default_speed_bounds)
-        bounds = speed_bounds(self.robot, defaults, speed_limit_factor) if speed_limit_factor != 0 else []
-        self.runaway = RunawayWatch(self.robot, self.model, self.parameter_names, self.speed_names,
+        defaults = resolution_bounds(facts, dt) if default_speed_bounds is None else tuple(default_speed_bounds)
+        bounds = speed_bounds(facts, defaults, speed_limit_factor) if speed_limit_factor != 0 else []
+        self.runaway = RunawayWatch(facts, self.model, self.parameter_names, self.speed_names,
                                      self.electrical_state_names, bounds, check_energy)
         self.time = 0.0
         self._set_neutral(initial_positions)
@@ -170,6 +175,12 @@ class Simulator:
         move_anchors(self, to_contact_points=True)  # stiction anchors at the contact points
         self._initial = (self.q, self.u, self.z, 0.0)
         self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
+
+    @property
+    def robot(self) -> Robot:
+        """The component model (:class:`mb_sim.model.Robot`): the one given, else built from the
+        URDF on first use (a simulator of a cached robot runs without it)."""
+        return self._loaded.robot
 
     def _check_start_mass_matrix(self) -> None:
         """URDFError if the mass matrix is singular where the robot starts: joints that together
@@ -194,7 +205,7 @@ class Simulator:
             involved = np.flatnonzero(diagonal <= SINGULAR * diagonal.max())
         joints = {s: j for j, (_, s) in self._one_dof.items()}
         names = ", ".join(f"'{joints.get(int(k), self.speed_names[int(k)])}'" for k in involved)
-        raise URDFError(self.robot.source, f"robot '{self.robot.name}'",
+        raise URDFError(self.facts.source, f"robot '{self.facts.name}'",
                         f"the mass matrix is singular where the robot starts: joint(s) {names} together move no "
                         "mass or rotational inertia in this configuration (a point mass turned about an axis "
                         "through it); give the links they move a rotational inertia, or start elsewhere "
@@ -204,10 +215,8 @@ class Simulator:
         """Give actuated joints without an effort limit `default` (if any); warn about them, but
         for the passive ones: joints whose coordinates the constraints determine (a linkage's
         coupler and rocker, a mimic joint), driven through the constraints, no effort expected."""
-        coordinates = [symbol_name(q) for q in self.robot.system.q]
-        dependent = {coordinates[k] for k in self.model.dependent_coordinates}
-        passive = {name for name in self.actuated_joints
-                   if {symbol_name(q) for q in self.robot.joints[name].q} <= dependent}
+        dependent = {self.coordinate_names[k] for k in self.model.dependent_coordinates}
+        passive = {name for name in self.actuated_joints if set(self.facts.joint(name).coordinates) <= dependent}
         unlimited = [name for name, limit in zip(self.actuated_joints, self.effort_limits)
                      if not math.isfinite(limit) and name not in passive]
         if default is not None:
@@ -220,7 +229,7 @@ class Simulator:
             consequence = "efforts are not clamped; set default_effort_limit (mb-sim: --default-effort-limit)"
         else:
             consequence = f"efforts are clamped to default_effort_limit {default:g} (N m or N)"
-        warnings.warn(f"robot '{self.robot.name}': {joints} no effort limit in the URDF: {consequence}",
+        warnings.warn(f"robot '{self.facts.name}': {joints} no effort limit in the URDF: {consequence}",
                       EffortLimitWarning, stacklevel=3)
 
     @property
@@ -268,6 +277,8 @@ class Simulator:
         """Hand the model the registered force laws its user-law springs name."""
         if not self.model.force_laws:
             return
+        from mb_sim.model import force_law
+
         laws = []
         for spring, name in self.model.force_laws:
             try:
@@ -315,10 +326,10 @@ class Simulator:
         """Coordinate index -> (lower, upper) of each joint with a stop (a missing bound infinite)."""
         limits = {}
         for stop in self._limit_stops():
-            lower = -math.inf if stop.lower is None else float(stop.lower)
-            upper = math.inf if stop.upper is None else float(stop.upper)
+            lower = -math.inf if stop.lower_value is None else stop.lower_value
+            upper = math.inf if stop.upper_value is None else stop.upper_value
             if lower <= upper:
-                limits[self._one_dof[stop.parent.name][0]] = (lower, upper)
+                limits[self._one_dof[stop.joint][0]] = (lower, upper)
         return limits
 
     def _outside_limits(self, q: np.ndarray, skip: Collection[int] = ()) -> dict[int, float]:
@@ -381,7 +392,7 @@ class Simulator:
                 f"{name(k)} = {given[k]:g} beyond its limits [{limits[k][0]:g}, {limits[k][1]:g}]" for k in beyond)
                 + ": kept as given, the joint starts in its stop and is pushed out")
         if parts:
-            warnings.warn(f"robot '{self.robot.name}': joint limits: " + "; ".join(parts), JointLimitWarning,
+            warnings.warn(f"robot '{self.facts.name}': joint limits: " + "; ".join(parts), JointLimitWarning,
                           stacklevel=5)
 
     def _assemble(self, zero: np.ndarray, start: np.ndarray, given: dict[int, float],
@@ -462,14 +473,14 @@ class Simulator:
                 parts.append(", ".join(f"{name(k)} moved by {q[k] - zero[k]:+.4g}" for k in freed)
                              + " from the URDF's zero (not given): the constraints do not close with it there")
         if parts:
-            warnings.warn(f"robot '{self.robot.name}': assembly: " + "; ".join(parts), AssemblyWarning, stacklevel=5)
+            warnings.warn(f"robot '{self.facts.name}': assembly: " + "; ".join(parts), AssemblyWarning, stacklevel=5)
 
     def _open_loops_at(self, q: np.ndarray) -> str:
         """The loop joints the configuration `q` does not close, with the largest residual, or ''."""
         phi = self.model.evaluate(q, np.zeros(self.model.n_u), self.model.buffers.inputs, self.model.buffers.params,
                                   self.time)["phi"][:, 0]
         names = self.model.constraint_names
-        open_rows = [k for k in range(len(phi)) if names[k] in self.robot.loop_joints
+        open_rows = [k for k in range(len(phi)) if names[k] in self.facts.loop_joints
                      and abs(phi[k]) > PROJECTION_TOLERANCE and self.model.buffers.enabled[k] != 0.0]
         if not open_rows:
             return ""
@@ -738,30 +749,30 @@ class Simulator:
             return
         inertia = self._smallest_effective_inertia()
         for stop in stops:
-            joint = stop.parent.name
+            joint = stop.joint
             speed = self._one_dof[joint][1]
             effort = (self.effort_limits[self._actuated_index[joint]] if joint in self._actuated_index
-                      else stop.parent.joint_description.limit.effort)  # the clamp, else the rating
+                      else self.facts.joint(joint).effort)  # the clamp, else the rating
             omega = self._stop_frequency(inertia[speed], float(effort))
-            self.set_parameters({str(stop.k): inertia[speed] * omega**2, str(stop.c): 2.0 * inertia[speed] * omega})
+            self.set_parameters({stop.stiffness: inertia[speed] * omega**2, stop.damping: 2.0 * inertia[speed] * omega})
 
-    def _limit_stops(self) -> list[JointLimitStop]:
+    def _limit_stops(self) -> tuple[StopFacts, ...]:
         """The stops of the joints with URDF position limits."""
-        return [g for j in self.robot.joints.values() for g in j.load_groups if isinstance(g, JointLimitStop)]
+        return self.facts.stops
 
     def beyond_limits(self) -> dict[str, float]:
         """Joints beyond a URDF position limit by more than LIMIT_TOLERANCE, with how far (rad or m;
         positive above the upper limit, negative below the lower): what the stops did not hold."""
         beyond = {}
         for stop in self._limit_stops():
-            joint = stop.parent.name
+            joint = stop.joint
             q = float(self.model.buffers.q[self._one_dof[joint][0]])
-            bounds = {side: float(symbol) if symbol.is_number else self.parameter(str(symbol))  # a 0 stays a number
-                      for side, symbol in stop.bounds.items()}  # as tuned at run time
+            bounds = {side: self.parameter(term) if isinstance(term, str) else float(term)  # a 0 stays a number
+                      for side, term in (("lower", stop.lower), ("upper", stop.upper)) if term is not None}
             excess = max(q - bounds["upper"], 0.0) if "upper" in bounds else 0.0
             if "lower" in bounds and q < bounds["lower"]:
                 excess = q - bounds["lower"]
-            if abs(excess) > LIMIT_TOLERANCE[stop.parent.joint_description.type]:
+            if abs(excess) > LIMIT_TOLERANCE[self.facts.joint(joint).type]:
                 beyond[joint] = excess
         return beyond
 
@@ -807,7 +818,7 @@ class Simulator:
         rng = np.random.default_rng(20261123)
         coordinates, lower, upper = [], [], []
         for name, (coordinate, _) in self._one_dof.items():
-            limit = self.robot.joints[name].joint_description.limit
+            limit = self.facts.joint(name)
             coordinates.append(coordinate)
             lower.append(-np.pi if limit.lower is None else max(limit.lower, -np.pi))
             upper.append(max(lower[-1], np.pi if limit.upper is None else min(limit.upper, np.pi)))
@@ -978,7 +989,7 @@ class Simulator:
         for name in self.constraints:
             rows = self._constraint_rows(name)
             generalized = dict(zip(self.speed_names, (-matrix[rows].T @ lam[rows]).tolist()))
-            if name in self.robot.loop_joints or name in self.robot.rolling_wheels:
+            if name in self.facts.loop_joints or name in self.facts.rolling_wheels:
                 wrench = -wrenches[rows].T @ lam[rows]
                 out[name] = ConstraintReaction(generalized, wrench[:3], wrench[3:])
             else:
@@ -991,12 +1002,7 @@ class Simulator:
         the opposite force (None for a ground).  A feature is named ``<link>/<collision
         index>/<feature>`` within its component, plus ``@<other link>/<collision index>`` in a
         contact pair; a link's name may hold a /."""
-        links = []
-        for component in self.robot.walk():
-            for feature in getattr(component, "features", []) if hasattr(component, "kinematic_loads") else []:
-                own, _, other = feature.name.partition("@")
-                links.append((own.rsplit("/", 2)[0], other.rsplit("/", 1)[0] if other else None))
-        return links
+        return list(self.facts.contact_links)
 
     def constraint_reactions(self) -> dict[str, ConstraintReaction]:
         """Each named constraint's reaction at the current state (see :class:`ConstraintReaction`)."""
@@ -1044,7 +1050,7 @@ class Simulator:
 
     def _imu_set(self) -> ImuSet:
         if getattr(self, "_imu_cache", None) is None:
-            self._imu_cache = ImuSet(self.robot, self.model)
+            self._imu_cache = ImuSet(self.facts, self.model)
         return self._imu_cache
 
     def _imu_readings(self, names: list[str] | None) -> dict[str, ImuReading]:
@@ -1073,7 +1079,7 @@ class Simulator:
 
     def _force_torque_set(self) -> ForceTorqueSet:
         if getattr(self, "_force_torque_cache", None) is None:
-            self._force_torque_cache = ForceTorqueSet(self.robot, self.model)
+            self._force_torque_cache = ForceTorqueSet(self.facts, self.model)
         return self._force_torque_cache
 
 

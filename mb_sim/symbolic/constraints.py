@@ -43,12 +43,12 @@ from sympy import Matrix, lambdify, zeros
 
 from mb_sim.model import FloatingJoint, Robot
 from mb_sim.symbolic.plain import PlainSymbols
+from mb_sim.symbolic.rank import RANK_TOLERANCE, independent_rows
 
 __all__ = ["ConstraintAnalysis", "ConstraintEquations", "ConstraintError", "analyse_constraints", "derive_constraints",
            "independent_rows", "GENERIC_SAMPLES", "RANK_TOLERANCE"]
 
 GENERIC_SAMPLES = 3
-RANK_TOLERANCE = 1e-9
 GENERIC_SEED = 4004
 #: Standard deviation of the seeded moves [rad or m] from the assembled configuration to the
 #: samples near it on its branch.
@@ -318,11 +318,3 @@ def _independent_rows(robot: Robot, plain: PlainSymbols, phi: Matrix, jacobian: 
     return kept, best_keep, report, redundant, best, configurations
 
 
-def independent_rows(matrix: np.ndarray, rows) -> list[int]:
-    """`rows` of `matrix`, taken in order, each kept if it raises the rank (RANK_TOLERANCE)."""
-    tolerance = RANK_TOLERANCE * max(1.0, np.abs(matrix).max()) if matrix.size else 0.0
-    keep: list[int] = []
-    for row in rows:
-        if np.linalg.matrix_rank(matrix[keep + [row]], tol=tolerance) == len(keep) + 1:
-            keep.append(row)
-    return keep

@@ -17,17 +17,19 @@ above the URDF file named ``name``; a file that is not found is an error listing
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import struct
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["MAX_SUPPORT_POINTS", "MeshError", "SUPPORT_DIRECTIONS", "SUPPORT_TOLERANCE", "fibonacci_directions",
-           "mesh_search_paths", "read_mesh_vertices", "resolve_mesh", "support_error", "support_points"]
+           "mesh_search_paths", "read_mesh_vertices", "recording_reads", "resolve_mesh", "support_error", "support_points"]
 
 #: The 26 directions of a cube's faces, edges and corners (unit vectors).
 SUPPORT_DIRECTIONS = np.array([d for d in itertools.product((-1, 0, 1), repeat=3) if any(d)], dtype=float)
@@ -119,6 +121,22 @@ def resolve_mesh(filename: str, urdf_path: str | None) -> Path:
     return path
 
 
+#: The lists :func:`recording_reads` fills with the mesh files read (innermost last).
+_READS: list[list[Path]] = []
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[list[Path]]:
+    """A list of every mesh file :func:`read_mesh_vertices` reads inside the block: what the
+    robot made of a URDF depends on besides the URDF (the cache of compiled robots checks them)."""
+    reads: list[Path] = []
+    _READS.append(reads)
+    try:
+        yield reads
+    finally:
+        _READS.remove(reads)
+
+
 def read_mesh_vertices(path: Path) -> np.ndarray:
     """The vertices (n x 3, in the file's units) of the mesh in `path`.
 
@@ -127,6 +145,8 @@ def read_mesh_vertices(path: Path) -> np.ndarray:
     MeshError
         Unreadable, too large, of an unknown format, or without vertices.
     """
+    for reads in _READS:
+        reads.append(Path(path))
     try:
         size = path.stat().st_size
         if size > MAX_MESH_BYTES:

@@ -34,6 +34,7 @@ from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
 from mb_sim.urdf.numbers import read_numbers
 from mb_sim.urdf.ros2_control import read_ros2_control_sensors
 from mb_sim.urdf.rotations import rpy_to_matrix
+from mb_sim.urdf.source import read_source as _read_source
 from mb_sim.urdf.validation import validate
 from mb_sim.urdf.xacro_expansion import expand_xacro, is_xacro
 
@@ -190,19 +191,6 @@ def _with_contacts(description: RobotDescription, root: ET.Element, urdf_path: s
         warn_user(f"{description.source}: mb_sim ground '{extensions.ground.name}': no moving link has a <collision> "
                   "shape, so nothing can touch the ground", URDFWarning)
     return dataclasses.replace(description, extensions=extensions, collisions=used, skipped_collisions=skipped)
-
-
-def _read_source(path_or_xml: str | os.PathLike) -> tuple[str, str]:
-    """The URDF text and a name for messages (the path, or ``<string>``)."""
-    if isinstance(path_or_xml, str) and path_or_xml.lstrip("\ufeff \t\r\n").startswith("<"):
-        return path_or_xml, "<string>"
-    path = Path(path_or_xml)
-    try:
-        return path.read_text(), str(path)
-    except FileNotFoundError:
-        raise URDFError(str(path), "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise URDFError(str(path), "", f"cannot read: {err}") from None
 
 
 def _parse_xml(text: str, source: str, strict: bool = False) -> tuple[ET.Element, list[Repair]]:

@@ -1,0 +1,249 @@
+"""Robots by their URDF, from the disk cache without parsing or SymPy: what a simulator of a
+robot compiled before needs is read from files.
+
+An entry ``<robot>-<key>.robot.json`` in the model cache (``~/.cache/mb_sim``) is keyed by the
+URDF's text (a xacro's expansion), the load options (``floating_base``, ``ground``), where the
+file is (messages name it), the package search path, and a stamp of mb_sim's own code (its
+files' sizes and times: an upgraded or edited mb_sim derives again).  It holds the simulator's
+:class:`~mb_sim.sim.robot_facts.RobotFacts`, the compiled model's
+:class:`~mb_sim.codegen.header.ModelHeader`, the generated C's file name and sha256 (the library
+itself is found and verified by :func:`mb_sim.codegen.cache.load_library`), the mesh files the
+load read (size and time: a changed mesh derives again) and the warnings the load gave, which a
+load from the entry gives again (nothing a user should hear of is lost on the second run).
+
+A robot with a component of a plug-in (``<component>``) is not entered: its code is not mb_sim's
+to stamp.  An entry another user could have written, or that does not match, is ignored and
+rewritten, as the model cache does.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from mb_sim.codegen.cache import atomic_write, cache_directory, is_private, safe_name
+from mb_sim.codegen.progress import Progress, report
+from mb_sim.codegen.version import GENERATOR_VERSION
+from mb_sim.sim.robot_facts import RobotFacts
+
+__all__ = ["ENTRY_VERSION", "LoadedRobot", "code_stamp", "load_robot"]
+
+#: Bump when an entry's content changes meaning.
+ENTRY_VERSION = "1"
+#: The subpackages whose code decides what a URDF becomes (their files make the code stamp).
+_STAGES = ("urdf", "model", "symbolic", "codegen", "sim")
+#: Environment variables mesh paths are resolved by (package://).
+_SEARCH_VARIABLES = ("ROS_PACKAGE_PATH", "AMENT_PREFIX_PATH", "CMAKE_PREFIX_PATH")
+_STAMP: list[str] = []
+
+
+@dataclass
+class LoadedRobot:
+    """A robot ready to simulate: its facts, its numeric model, and the component model when it
+    was built (None from the cache: :attr:`robot` builds it on demand)."""
+
+    facts: RobotFacts
+    model: Any
+    component_model: Any = None
+    rebuild: Callable[[], Any] | None = None
+
+    @property
+    def robot(self):
+        """The component model (:class:`mb_sim.model.Robot`), loaded from the URDF if the entry
+        was read from the cache (SymPy is imported then)."""
+        if self.component_model is None and self.rebuild is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # said at the first load already
+                self.component_model = self.rebuild()
+        return self.component_model
+
+
+def load_robot(robot, *, floating_base: bool = False, xacro_args=None, ground=False, backend: str = "c",
+               cache_dir=None, progress: Progress = None) -> LoadedRobot:
+    """The facts and numeric model of `robot`: a :class:`mb_sim.model.Robot`, or a URDF path or
+    text (loaded as :func:`mb_sim.model.load_urdf` loads it), from an entry where there is one."""
+    from mb_sim.urdf.xacro_expansion import is_xacro
+
+    if not isinstance(robot, (str, os.PathLike)):
+        return _from_model(robot, backend, cache_dir, progress)
+    text, source = _read(robot)
+    if is_xacro(robot):
+        from mb_sim.urdf.xacro_expansion import expand_xacro
+
+        text = expand_xacro(robot, xacro_args)
+    options = {"floating_base": bool(floating_base), "ground": _ground_option(ground)}
+
+    def rebuild():
+        from mb_sim.model import load_urdf
+
+        return load_urdf(robot, floating_base=floating_base, xacro_args=xacro_args, ground=ground)
+
+    if backend != "c":
+        return _from_model(rebuild(), backend, cache_dir, progress)
+    directory = cache_directory(cache_dir)
+    key = _key(text, source, options)
+    stem = f"{safe_name(_robot_name(text))}-{key[:24]}"
+    index = directory / f"{stem}.robot.json"
+    loaded = _read_entry(index, directory, progress)
+    if loaded is not None:
+        loaded.rebuild = rebuild
+        return loaded
+    return _build(rebuild, index, backend, cache_dir, progress)
+
+
+def _from_model(robot, backend: str, cache_dir, progress: Progress) -> LoadedRobot:
+    from mb_sim.codegen import load_numeric_model
+    from mb_sim.sim.robot_facts import robot_facts
+
+    return LoadedRobot(robot_facts(robot), load_numeric_model(robot, backend, cache_dir, progress), robot)
+
+
+def _read(robot) -> tuple[str, str]:
+    """The URDF text (the xacro's own text, for a xacro) and its source's name."""
+    from mb_sim.urdf.source import read_source
+
+    return read_source(robot)
+
+
+def _ground_option(ground) -> Any:
+    """`ground` as JSON: a bool, or the link names (as the loader reads them)."""
+    if isinstance(ground, bool) or not ground:
+        return bool(ground)
+    return list(dict.fromkeys(ground.split() if isinstance(ground, str) else (str(n) for n in ground)))
+
+
+def _robot_name(text: str) -> str:
+    """The robot's name from the text, for the entry's file name only."""
+    found = re.search(r"<robot\b[^>]*?\bname\s*=\s*[\"']([^\"']*)", text)
+    return found.group(1) if found else "robot"
+
+
+def code_stamp() -> str:
+    """sha256 over the sizes and modification times of mb_sim's own code of the stages a URDF
+    passes (computed once per process)."""
+    if not _STAMP:
+        root = Path(__file__).resolve().parent.parent
+        digest = hashlib.sha256()
+        for stage in _STAGES:
+            for path in sorted((root / stage).rglob("*")):
+                if path.suffix in (".py", ".c", ".h"):
+                    status = path.stat()
+                    digest.update(f"{path.relative_to(root)}:{status.st_size}:{status.st_mtime_ns}\0".encode())
+        _STAMP.append(digest.hexdigest())
+    return _STAMP[0]
+
+
+def _key(text: str, source: str, options: dict) -> str:
+    digest = hashlib.sha256()
+    search = {name: os.environ.get(name, "") for name in _SEARCH_VARIABLES}
+    for part in (ENTRY_VERSION, GENERATOR_VERSION, code_stamp(), source, json.dumps(options, sort_keys=True),
+                 json.dumps(search, sort_keys=True), text):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()
+
+
+# -- an entry ------------------------------------------------------------------------------------
+def _read_entry(index: Path, directory: Path, progress: Progress) -> LoadedRobot | None:
+    """The robot of entry `index`, or None (missing, unreadable, not private, files changed)."""
+    from mb_sim.codegen.compiled import CompiledModel
+    from mb_sim.codegen.errors import CodegenError
+    from mb_sim.codegen.header import ModelHeader
+
+    try:
+        if not is_private(index):
+            return None
+        entry = json.loads(index.read_text())
+        name = entry["source"]
+        if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+            return None  # an entry naming something outside the cache directory: not ours
+        source = (directory / name).read_text()
+        if hashlib.sha256(source.encode()).hexdigest() != entry["source_sha256"] or not _files_unchanged(entry["files"]):
+            return None
+        facts = RobotFacts.from_json(entry["facts"])
+        header = ModelHeader.from_json(entry["header"], facts.parameter_values, entry["force_laws"])
+        model = CompiledModel(header, directory, progress, source=source)
+    except (OSError, ValueError, KeyError, TypeError, CodegenError):
+        return None
+    _say_again(entry["warnings"])
+    report(progress, f"{facts.name}: loaded from the cache ({index.name})")
+    return LoadedRobot(facts, model)
+
+
+def _build(rebuild: Callable[[], Any], index: Path, backend: str, cache_dir, progress: Progress) -> LoadedRobot:
+    """Load the URDF (SymPy), derive or find the compiled model, and write the entry."""
+    from mb_sim.sim.runaway import unknown_component
+    from mb_sim.urdf.meshes import recording_reads
+
+    with warnings.catch_warnings(record=True) as said, recording_reads() as files:
+        warnings.simplefilter("always")
+        robot = rebuild()
+    _say_again([], said)
+    loaded = _from_model(robot, backend, cache_dir, progress)
+    if unknown_component(robot) is None and hasattr(loaded.model, "library_path"):
+        _write_entry(index, loaded, said, files)
+    return loaded
+
+
+def _write_entry(index: Path, loaded: LoadedRobot, said: list, files: list[Path]) -> None:
+    from mb_sim.codegen.header import header_json
+
+    model = loaded.model
+    entry = {
+        "source": model.library_path.with_suffix(".c").name,
+        "source_sha256": hashlib.sha256(model.source.encode()).hexdigest(),
+        "facts": loaded.facts.to_json(), "header": header_json(model.header),
+        "force_laws": [list(law) for law in model.force_laws],
+        "files": [_file_stamp(path) for path in dict.fromkeys(files)],
+        "warnings": [[w.category.__name__, str(w.message)] for w in said],
+    }
+    try:
+        atomic_write(index, json.dumps(entry).encode())
+    except OSError:
+        pass  # a cache that cannot be written to only costs the next load its speed
+
+
+def _file_stamp(path: Path) -> list:
+    status = Path(path).stat()
+    return [str(Path(path).resolve()), status.st_size, status.st_mtime_ns]
+
+
+def _files_unchanged(files: list) -> bool:
+    for name, size, mtime in files:
+        try:
+            status = Path(name).stat()
+        except OSError:
+            return False
+        if (status.st_size, status.st_mtime_ns) != (size, mtime):
+            return False
+    return True
+
+
+#: The warnings a load may give, by class name (an entry says them again by name).
+_WARNINGS: dict[str, type] = {}
+
+
+def _warning_class(name: str) -> type:
+    if not _WARNINGS:
+        from mb_sim.urdf import errors
+
+        _WARNINGS.update({n: getattr(errors, n) for n in dir(errors)
+                          if isinstance(getattr(errors, n), type) and issubclass(getattr(errors, n), Warning)})
+    return _WARNINGS.get(name, UserWarning)
+
+
+def _say_again(said: list, caught: list | None = None) -> None:
+    """Warn each (class name, message) again, attributed to the user's call (or the warnings
+    `caught` while building, as they were)."""
+    from mb_sim.urdf.errors import warn_user
+
+    if caught is not None:
+        for w in caught:
+            warn_user(str(w.message), w.category)
+        return
+    for name, message in said:
+        warn_user(message, _warning_class(name))
