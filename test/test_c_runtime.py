@@ -65,7 +65,9 @@ def test_runtime_files_are_real_files_and_in_the_cache_key(tmp_path: Path, monke
     key = cache_key("/* a model */")
     copy = tmp_path / "c"
     shutil.copytree(runtime_directory(), copy)
-    monkeypatch.setattr(c_source, "_RUNTIME", copy)
+    from mb_sim.codegen import runtime_files as files
+
+    monkeypatch.setattr(files, "_RUNTIME", copy)
     assert cache_key("/* a model */") == key
     (copy / "mb_linalg.c").write_text((copy / "mb_linalg.c").read_text() + "\n/* edited */\n")
     assert cache_key("/* a model */") != key
