@@ -22,6 +22,9 @@ PYPI_DEPENDENCIES = [
     "mcap-ros2-support>=0.5",
     "xacro>=2.0",  # .xacro robots (mb_sim.urdf.xacro_expansion)
 ]
+# Sweeps on a Dask cluster (mb_sim.sweep, backend="dask"): from PyPI (rosdep has no keys for them);
+# set-up installs them, and the local backend needs neither.
+SWEEP_DEPENDENCIES = ["dask>=2024.1", "distributed>=2024.1"]
 TEST_DEPENDENCIES = [
     "pytest>=7",
     "catkin-pkg>=1.0",
@@ -49,7 +52,7 @@ setup(
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
     ],
     install_requires=["setuptools"],
-    extras_require={"pypi": PYPI_DEPENDENCIES, "test": TEST_DEPENDENCIES},
+    extras_require={"pypi": PYPI_DEPENDENCIES, "test": TEST_DEPENDENCIES, "sweep": SWEEP_DEPENDENCIES},
     zip_safe=True,
     maintainer="mb_sim developers",
     maintainer_email="mb-sim@example.org",

@@ -699,6 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(commands)
     _add_linear(commands)
     _add_export_c(commands)
+    from mb_sim.sweep.cli import add_sweep
+
+    add_sweep(commands, _output_path, _count)
     return parser
 
 

@@ -70,6 +70,7 @@ from mb_sim.codegen.projection import DEPENDENT_PIVOT, PROJECTION_ITERATIONS, PR
 from mb_sim.codegen.dissipation import DISSIPATION_WIDTH, MAX_ITERATIONS, NEWTON_REGION, STIFF_RATE_DT, TOLERANCE
 from mb_sim.codegen.runtime_files import RUNTIME_HEADER, RUNTIME_SOURCES, runtime_digest, runtime_directory, runtime_files
 from mb_sim.codegen.servo import SERVO_WIDTH
+from mb_sim.codegen.units import OUTPUTS_BEGIN, OUTPUTS_END
 from mb_sim.codegen.version import GENERATOR_VERSION
 from mb_sim.symbolic.equations import OUTPUT_NAMES, EquationsOfMotion
 
@@ -111,8 +112,8 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
                                    np.arange(eom.n_z)))
     return "\n".join([
         _header(eom, layout, projection),
-        *(_c_function(name, doc, straight_line_program(eom, names, progress, eliminate=False),
-                      layout.indices(names)) for name, doc, names in functions),
+        *(_marked(name, _c_function(name, doc, straight_line_program(eom, names, progress, eliminate=False),
+                                    layout.indices(names))) for name, doc, names in functions),
         *updates,
         unrolled_mass_functions(speed_parents(eom.outputs["mass_matrix"])),
         "/* The hand-written runtime (mb_sim/codegen/c): linear algebra, dynamics, projection, RK4. */",
@@ -157,6 +158,12 @@ class _Printer(C99CodePrinter):
         if expr.exp.is_Symbol:
             return f"mb_pow({self.doprint(expr.base)}, {self.doprint(expr.exp)})"
         return super()._print_Pow(expr)
+
+
+def _marked(name: str, text: str) -> str:
+    """mb_other_outputs between the markers that let a large model compile it apart
+    (:mod:`mb_sim.codegen.units`); the other functions as they are."""
+    return f"{OUTPUTS_BEGIN}\n{text}{OUTPUTS_END}\n" if name == "mb_other_outputs" else text
 
 
 def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.ndarray) -> str:
@@ -365,6 +372,7 @@ $table
 #define MB_LEN_CHAIN $len_chain
 $features$offsets
 #include "mb_runtime.h"
+/* mb_sim: macros end */
 
 static const int mb_offsets[MB_N_BLOCKS + 1] = {$offset_list};
 static const int mb_rows[MB_N_BLOCKS] = {$rows};

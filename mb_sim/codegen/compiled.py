@@ -64,6 +64,10 @@ class CompiledModel(NumericModel):
         self._mb_forward_dynamics = library.mb_forward_dynamics_packed
         self._mb_project = library.mb_project_packed
         self._mb_rk4 = library.mb_rk4_packed
+        #: ``mb_rollout`` (see c/mb_integrate.c): batched rollouts, the GIL released (mb_sim.sweep.rollout).
+        self.rollout_function = library.mb_rollout
+        self.rollout_function.restype = _I
+        self.rollout_function.argtypes = [_P, _P, _I, _P, _I, _D, _D, _I, _I, _P, _P, _P, _P, _P]
         # User force laws: the library holds one callback, shared by every model loaded from it,
         # so it is set again before each call.
         self._law_callback = _FORCE_LAW(self._call_force_law) if self.force_laws else None

@@ -3,19 +3,22 @@ from __future__ import annotations
 
 import os
 import platform
+import secrets
 import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from mb_sim.codegen.runtime_files import runtime_directory
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
+from mb_sim.codegen.units import translation_units
 
 __all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
-           "host_flags", "run_compiler", "COMPILE_TIMEOUT"]
+           "host_flags", "run_compiler", "run_compilers", "COMPILE_TIMEOUT"]
 
 
 
@@ -81,7 +84,8 @@ def check_source_size(source: str, name: str) -> None:
 def compile_shared_library(source: Path, library: Path, progress: Progress = None,
                            timeout: float | None = COMPILE_TIMEOUT) -> None:
     """Compile C file `source` into shared library `library` (with the runtime's directory on the
-    include path: the generated file includes the hand-written runtime).
+    include path: the generated file includes the hand-written runtime).  A large source is
+    compiled as its translation units side by side, then linked (:mod:`mb_sim.codegen.units`).
 
     Raises
     ------
@@ -89,40 +93,89 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
         The compiler is missing, cannot be run, fails or runs past `timeout` seconds; the
         message shows the start of its standard error.
     """
-    command = [*compiler_command(), *COMPILE_FLAGS, "-I", str(runtime_directory()), "-o", str(library),
-               str(source), "-lm"]
-    report(progress, f"compiling {source} ({source.stat().st_size / 1e6:.2f} MB of C) with {command[0]}...")
+    units = translation_units(source.read_text())
+    size = f"{source.stat().st_size / 1e6:.2f} MB of C" + (f" in {len(units)} units at once" if len(units) > 1 else "")
+    compiler = compiler_command()
+    report(progress, f"compiling {source} ({size}) with {compiler[0]}...")
     start = time.perf_counter()
-    returncode, stderr = run_compiler(command, timeout)
-    if returncode != 0:
-        stderr = "\n".join(stderr.splitlines()[:_STDERR_LINES])
-        raise CodegenError(f"C compiler {command[0]!r} failed (exit status {returncode}) "
-                           f"on {source}:\n{stderr}")
+    if len(units) == 1:
+        _compile([[*compiler, *COMPILE_FLAGS, "-I", str(runtime_directory()), "-o", str(library), str(source), "-lm"]],
+                 source, timeout)
+    else:
+        _compile_units(units, source, library, compiler, timeout)
     report(progress, f"compiled {source.name} ({time.perf_counter() - start:.1f} s)")
 
 
+def _compile_units(units: list[str], source: Path, library: Path, compiler: list[str], timeout: float | None) -> None:
+    """Each unit to an object file at once, then the objects linked into `library`."""
+    objects_flags = [flag for flag in COMPILE_FLAGS if flag != "-shared"]
+    token = secrets.token_hex(6)  # named as the cache's temporaries are: removed if this process dies
+    names = [library.with_name(f".{library.stem}-unit{k}.{os.getpid()}.{token}") for k in range(len(units))]
+    try:
+        for name, text in zip(names, units):
+            name.with_suffix(".c").write_text(text)
+        _compile([[*compiler, *objects_flags, "-c", "-I", str(runtime_directory()), "-o", str(name.with_suffix(".o")),
+                   str(name.with_suffix(".c"))] for name in names], source, timeout)
+        _compile([[*compiler, "-shared", "-fPIC", "-o", str(library), *(str(n.with_suffix(".o")) for n in names),
+                   "-lm"]], source, timeout)
+    finally:
+        for name in names:
+            for suffix in (".c", ".o"):
+                name.with_suffix(suffix).unlink(missing_ok=True)
+
+
+def _compile(commands: list[list[str]], source: Path, timeout: float | None) -> None:
+    """Run the compiler `commands` at once; CodegenError with the first failure's standard error."""
+    for command, (returncode, stderr) in zip(commands, run_compilers(commands, timeout)):
+        if returncode != 0:
+            stderr = "\n".join(stderr.splitlines()[:_STDERR_LINES])
+            raise CodegenError(f"C compiler {command[0]!r} failed (exit status {returncode}) "
+                               f"on {source}:\n{stderr}")
+
+
 def run_compiler(command: list[str], timeout: float | None = COMPILE_TIMEOUT) -> tuple[int, str]:
-    """Run `command` in a process group of its own; (exit status, standard error).
+    """Run `command` in a process group of its own; (exit status, standard error) (see
+    :func:`run_compilers`)."""
+    return run_compilers([command], timeout)[0]
+
+
+def run_compilers(commands: list[list[str]], timeout: float | None = COMPILE_TIMEOUT) -> list[tuple[int, str]]:
+    """Run `commands` at once, each in a process group of its own; (exit status, standard error)
+    of each.
 
     The driver (``cc``) starts ``cc1`` and ``as`` as its children: killing the driver alone
     orphans them (a Ctrl-C during a first compile left ``cc1`` running).  So on any interruption
-    (KeyboardInterrupt, a signal turned into an exception, the `timeout`) the whole group is
-    killed and reaped before the exception goes on.
+    (KeyboardInterrupt, a signal turned into an exception, the `timeout`) every group is killed
+    and reaped before the exception goes on.  Standard error goes to files (a compiler writing
+    more than a pipe holds while another is waited for would stall).
     """
+    errors = [tempfile.TemporaryFile(mode="w+") for _ in commands]
+    processes: list[subprocess.Popen] = []
     try:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
-    except OSError as error:
-        raise CodegenError(f"cannot run C compiler {command[0]!r}: {error}") from error
-    try:
-        _, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        raise CodegenError(f"C compiler {command[0]!r} ran for more than {timeout:g} s: ended") from None
+        for command, error in zip(commands, errors):
+            try:
+                processes.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                  stderr=error, text=True, start_new_session=True))
+            except OSError as err:
+                raise CodegenError(f"cannot run C compiler {command[0]!r}: {err}") from err
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for process in processes:
+            try:
+                process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise CodegenError(f"C compiler {commands[0][0]!r} ran for more than {timeout:g} s: ended") from None
+        results = []
+        for process, error in zip(processes, errors):
+            error.seek(0)
+            results.append((process.returncode, error.read()))
+        return results
     except BaseException:
-        _kill_group(process)
+        for process in processes:
+            _kill_group(process)
         raise
-    return process.returncode, stderr
+    finally:
+        for error in errors:
+            error.close()
 
 
 def _kill_group(process: subprocess.Popen) -> None:

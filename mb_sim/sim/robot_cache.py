@@ -31,7 +31,7 @@ from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.version import GENERATOR_VERSION
 from mb_sim.sim.robot_facts import RobotFacts
 
-__all__ = ["ENTRY_VERSION", "LoadedRobot", "code_stamp", "load_robot"]
+__all__ = ["ENTRY_VERSION", "LoadedRobot", "RobotBundle", "code_stamp", "load_robot"]
 
 #: Bump when an entry's content changes meaning.
 ENTRY_VERSION = "1"
@@ -51,6 +51,11 @@ class LoadedRobot:
     model: Any
     component_model: Any = None
     rebuild: Callable[[], Any] | None = None
+    bundle: RobotBundle | None = None
+
+    def bundle_(self) -> RobotBundle:
+        """This robot as a :class:`RobotBundle` (see :func:`bundle`)."""
+        return bundle(self)
 
     @property
     def robot(self):
@@ -63,12 +68,52 @@ class LoadedRobot:
         return self.component_model
 
 
+@dataclass(frozen=True)
+class RobotBundle:
+    """A compiled robot as data, for another process or machine: its entry (facts, model header,
+    force laws) and generated C.  :meth:`install` loads it there without the URDF or SymPy: the
+    library from that machine's cache where it holds one for this C (and compiler flags), else
+    compiled there from the C.  Pickles small (the C, plus a few kB)."""
+
+    key: str
+    entry: dict
+    source: str
+
+    def install(self, cache_dir=None, progress: Progress = None) -> LoadedRobot:
+        """The robot, loaded (a new numeric model: its own buffers)."""
+        from mb_sim.codegen.compiled import CompiledModel
+        from mb_sim.codegen.header import ModelHeader
+
+        facts = RobotFacts.from_json(self.entry["facts"])
+        header = ModelHeader.from_json(self.entry["header"], facts.parameter_values, self.entry["force_laws"])
+        return LoadedRobot(facts, CompiledModel(header, cache_dir, progress, source=self.source), bundle=self)
+
+
+def bundle(loaded: LoadedRobot) -> RobotBundle:
+    """The bundle of a robot loaded with the C backend (ValueError for the NumPy backend)."""
+    if loaded.bundle is not None:
+        return loaded.bundle
+    model = loaded.model
+    if not hasattr(model, "library_path"):
+        raise ValueError("only a compiled robot (backend='c') can be bundled")
+    entry = _entry(loaded, [], [])
+    key = hashlib.sha256(json.dumps(entry, sort_keys=True).encode() + model.source.encode()).hexdigest()
+    loaded.bundle = RobotBundle(key, entry, model.source)
+    return loaded.bundle
+
+
 def load_robot(robot, *, floating_base: bool = False, xacro_args=None, ground=False, backend: str = "c",
                cache_dir=None, progress: Progress = None) -> LoadedRobot:
-    """The facts and numeric model of `robot`: a :class:`mb_sim.model.Robot`, or a URDF path or
-    text (loaded as :func:`mb_sim.model.load_urdf` loads it), from an entry where there is one."""
+    """The facts and numeric model of `robot`: a :class:`mb_sim.model.Robot`, a
+    :class:`RobotBundle`, or a URDF path or text (loaded as :func:`mb_sim.model.load_urdf` loads
+    it), from an entry where there is one."""
     from mb_sim.urdf.xacro_expansion import is_xacro
 
+    if isinstance(robot, RobotBundle):
+        return robot.install(cache_dir, progress)
+    if isinstance(robot, LoadedRobot):  # another simulator of the same robot: its own buffers
+        return robot.bundle_().install(cache_dir, progress) if robot.component_model is None else \
+            _from_model(robot.component_model, backend, cache_dir, progress)
     if not isinstance(robot, (str, os.PathLike)):
         return _from_model(robot, backend, cache_dir, progress)
     text, source = _read(robot)
@@ -189,11 +234,12 @@ def _build(rebuild: Callable[[], Any], index: Path, backend: str, cache_dir, pro
     return loaded
 
 
-def _write_entry(index: Path, loaded: LoadedRobot, said: list, files: list[Path]) -> None:
+def _entry(loaded: LoadedRobot, said: list, files: list[Path]) -> dict:
+    """The entry of a robot loaded with the C backend."""
     from mb_sim.codegen.header import header_json
 
     model = loaded.model
-    entry = {
+    return {
         "source": model.library_path.with_suffix(".c").name,
         "source_sha256": hashlib.sha256(model.source.encode()).hexdigest(),
         "facts": loaded.facts.to_json(), "header": header_json(model.header),
@@ -201,6 +247,10 @@ def _write_entry(index: Path, loaded: LoadedRobot, said: list, files: list[Path]
         "files": [_file_stamp(path) for path in dict.fromkeys(files)],
         "warnings": [[w.category.__name__, str(w.message)] for w in said],
     }
+
+
+def _write_entry(index: Path, loaded: LoadedRobot, said: list, files: list[Path]) -> None:
+    entry = _entry(loaded, said, files)
     try:
         atomic_write(index, json.dumps(entry).encode())
     except OSError:

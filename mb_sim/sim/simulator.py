@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from mb_sim.codegen.errors import FACTORIZATION_FAILURES, FactorizationError
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
-from mb_sim.sim.robot_cache import load_robot
+from mb_sim.sim.robot_cache import RobotBundle, load_robot
 from mb_sim.sim.robot_facts import StopFacts
 from mb_sim.urdf.errors import URDFError
 from mb_sim.urdf.inertia import SINGULAR
@@ -75,8 +75,8 @@ class Simulator:
     Parameters
     ----------
     robot
-        A robot model, or a URDF path / URDF text (loaded with `floating_base` and `ground`: see
-        ``load_urdf``);
+        A robot model, a URDF path / URDF text (loaded with `floating_base` and `ground`: see
+        ``load_urdf``), or a compiled robot's :meth:`bundle`;
         a ``.xacro`` path is expanded first with `xacro_args` (``{"name": "value"}``).  A URDF
         loaded before comes from the cache without being parsed or derived (no SymPy imported:
         :mod:`mb_sim.sim.robot_cache`); ``robot`` then builds the component model on first use.
@@ -124,7 +124,7 @@ class Simulator:
     (and ``params=None`` its parameters); pass the buffers themselves to look without touching.
     """
 
-    def __init__(self, robot: Robot | str | os.PathLike, *, dt: float = 1e-3, integrator: str = "rk4",
+    def __init__(self, robot: Robot | RobotBundle | str | os.PathLike, *, dt: float = 1e-3, integrator: str = "rk4",
                  backend: str = "c", cache_dir: str | os.PathLike | None = None,
                  progress: Callable[[str], None] | None = None, rtol: float = 1e-10, atol: float = 1e-10,
                  default_effort_limit: float | None = None, speed_limit_factor: float | None = None,
@@ -175,6 +175,13 @@ class Simulator:
         move_anchors(self, to_contact_points=True)  # stiction anchors at the contact points
         self._initial = (self.q, self.u, self.z, 0.0)
         self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
+
+    def bundle(self) -> RobotBundle:
+        """The compiled robot as data (:class:`~mb_sim.sim.robot_cache.RobotBundle`): another
+        process, or a machine sharing no cache, makes simulators of it with
+        ``Simulator(bundle)``, without the URDF or SymPy (compiling the C there if its cache
+        has no library of it).  ValueError for the NumPy backend."""
+        return self._loaded.bundle_()
 
     @property
     def robot(self) -> Robot:

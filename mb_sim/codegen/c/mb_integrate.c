@@ -212,3 +212,42 @@ int mb_rk4_packed(double *const *a, double dt, int n_steps)
 {
     return mb_integrate(a[0], a[1], a[10], a[2], a[3], a[4], dt, n_steps, a[9], a[12]);
 }
+
+/* Independent rollouts (mb_sim.sweep.rollout): each of n_states states x_k = [q; u; z] (rows of
+ * states, MB_N_STATE each, advanced in place) takes n_steps RK4 steps of dt from t0 under its own
+ * inputs (a row of inputs per state, or with inputs_per_step one per state and step) and
+ * parameters (params' row k with params_per_state, else its one row), the servo table and enabled
+ * flags shared.  status[k] is 0 or the failing step's code (the state then at that step's start),
+ * times[k] the time reached; with record (n_states x n_steps x MB_N_STATE, or NULL) the state
+ * after every step (zeros after a failure).  Touches nothing else: threads may run batches at once
+ * (the caller releases the GIL).  Returns how many states failed. */
+int mb_rollout(double *states, const double *inputs, int inputs_per_step, const double *params,
+               int params_per_state, double t0, double dt, int n_steps, int n_states, const double *enabled,
+               const double *servo, int *status, double *times, double *record)
+{
+    int failed = 0;
+    for (int k = 0; k < n_states; ++k) {
+        double *x = states + (size_t)k * MB_N_STATE;
+        const double *p = params + (params_per_state ? (size_t)k * MB_N_PARAMS : 0);
+        double t = t0;
+        status[k] = 0;
+        if (!inputs_per_step && record == NULL) {
+            status[k] = mb_integrate(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, inputs + (size_t)k * MB_N_INPUTS, p, &t,
+                                     dt, n_steps, enabled, servo);
+        } else {
+            for (int s = 0; s < n_steps && status[k] == 0; ++s) {
+                const double *in = inputs + (inputs_per_step ? ((size_t)k * n_steps + s) : (size_t)k) * MB_N_INPUTS;
+                double ts = t0 + s * dt;  /* each step timed from t0, as one call times them */
+                status[k] = mb_integrate(x, x + MB_N_Q, x + MB_N_Q + MB_N_U, in, p, &ts, dt, 1, enabled, servo);
+                if (status[k] == 0) {
+                    t = ts;
+                    if (record != NULL)
+                        memcpy(record + ((size_t)k * n_steps + s) * MB_N_STATE, x, sizeof(double) * MB_N_STATE);
+                }
+            }
+        }
+        times[k] = t;
+        failed += status[k] != 0;
+    }
+    return failed;
+}

@@ -122,6 +122,9 @@ void mb_evaluate_packed(double *const *a);
 int mb_forward_dynamics_packed(double *const *a);
 int mb_project_packed(double *const *a);
 int mb_rk4_packed(double *const *a, double dt, int n_steps);
+int mb_rollout(double *states, const double *inputs, int inputs_per_step, const double *params,
+               int params_per_state, double t0, double dt, int n_steps, int n_states, const double *enabled,
+               const double *servo, int *status, double *times, double *record);
 /* Only in a standalone export (mb_linearize.c): */
 int mb_linearize_full(const double *q, const double *u, const double *z, const double *inputs,
                       const double *params, double t, const double *enabled, double *A, double *B);
@@ -135,6 +138,7 @@ MB_INTERNAL double mb_force_law(int spring, double t, double deltaL, double delt
                                 double stiffness, double damping, double force, double active);
 #endif
 
+#ifndef MB_OUTPUTS_ONLY  /* (the outputs' own translation unit: mb_sim.codegen.units) */
 /* mb_linalg.c */
 MB_INTERNAL int mb_mass_factor(double *h);
 #if !defined(MB_UNROLLED_MASS) || MB_HAS_CONSTRAINTS || MB_HAS_DISSIPATION  /* else unused */
@@ -168,5 +172,7 @@ MB_INTERNAL int mb_first_stage(MB_ARGUMENTS, double h, double *qdot, double *udo
 /* mb_project.c */
 MB_INTERNAL int mb_project_state(double *q, double *u, const double *inputs, const double *params,
                                  double t, const double *enabled);
+
+#endif /* MB_OUTPUTS_ONLY */
 
 #endif /* MB_RUNTIME_H */
