@@ -207,6 +207,23 @@ def measure_cold() -> dict:
     return {"cold_g1": total, "cold_g1_compile_lines": compiled}
 
 
+def measure_memory(cache: str) -> dict:
+    """A 10,000-sample sweep of summaries (the pendulum, one step each, both cores) in a process of
+    its own: its peak resident memory (the parent holds the rows; samples stream back)."""
+    script = ("import resource, json; from mb_sim.sweep import SweepSpec, run_sweep; "
+              "from mb_sim.sweep.spec import Uniform; "
+              f"spec = SweepSpec(robot={str(REPO / 'urdf' / 'pendulum.urdf')!r}, duration=0.001, samples=10000, "
+              "parameters={'rod_m': Uniform(0.5, 2.0)}, outputs=('state', 'energy')); "
+              "r = run_sweep(spec, workers=2, progress=False); "
+              "print(json.dumps({'rows': len(r), 'failed': len(r.failed), 'wall': r.wall_time, "
+              "'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "MB_SIM_CACHE_DIR": cache},
+                          capture_output=True, text=True, check=True)
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"  10,000 samples: {figures['wall']:.1f} s, parent peak RSS {figures['peak_rss_mb']:.0f} MB")
+    return {"memory_10000": figures}
+
+
 def markdown(report: dict) -> str:
     f = report["figures"]
     rate = lambda key: f"{f[key]['best']:.0f}" if key in f else "n/a"  # noqa: E731
@@ -227,6 +244,10 @@ def markdown(report: dict) -> str:
     for key, value in f.items():
         if key.startswith(("warm_load", "fresh_process", "python_alone")):
             lines.append(f"| {key} | {value['best'] * 1e3:.1f} ms | {value['median'] * 1e3:.1f} ms |")
+    if "memory_10000" in f:
+        memory = f["memory_10000"]
+        lines += ["", f"A 10,000-sample sweep of summaries (pendulum, one step each, 2 workers): {memory['wall']:.1f} s, "
+                      f"{memory['failed']} failed, the parent's peak resident memory {memory['peak_rss_mb']:.0f} MB"]
     if "cold_g1" in f:
         lines += ["", f"G1 cold (empty cache, derivation + generation + compilation): {f['cold_g1']:.1f} s; "
                       + "; ".join(f["cold_g1_compile_lines"])]
@@ -248,6 +269,9 @@ def main() -> None:
         report["figures"].update(measure_rollouts(cache, repeats, duration))
         print("start-up ...", flush=True)
         report["figures"].update(measure_startup(cache, 5, args.quick))
+        if not args.quick:
+            print("memory ...", flush=True)
+            report["figures"].update(measure_memory(cache))
     if not args.quick and not args.no_cold:
         print("cold ...", flush=True)
         report["figures"].update(measure_cold())

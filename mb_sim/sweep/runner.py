@@ -13,7 +13,6 @@ holds only its rows in the parent; trajectories stream to an MCAP file as sample
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import sys
 import time
@@ -43,8 +42,8 @@ def run_sweep(spec: SweepSpec, backend: str = "local", workers: int | None = Non
     Parameters
     ----------
     backend
-        ``"local"``: a pool of `workers` spawned processes (default: one per core; 1: in this
-        process); ``"dask"``: Dask's distributed scheduler at `address` (``tcp://host:8786``), or
+        ``"local"``: `workers` worker processes (default: one per core; 1: in this process),
+        which import nothing of the caller (a script needs no ``if __name__ == "__main__"``); ``"dask"``: Dask's distributed scheduler at `address` (``tcp://host:8786``), or
         a LocalCluster of `workers` processes started for the sweep when `address` is None.
     trajectories
         An MCAP file for the recorded trajectories (``spec.record_every`` > 0).
@@ -146,31 +145,15 @@ def _run_chunk(spec: SweepSpec, bundle, indices: list[int], cache_dir) -> list[S
 
 
 def _pool(spec: SweepSpec, bundle, workers: int, cache_dir) -> Iterator[SampleResult]:
-    """Samples on a pool of spawned processes, a bounded number of tasks in flight; a task whose
-    worker died is a failed row per sample (the pool is started again for the rest)."""
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    """Samples on `workers` worker processes (:mod:`mb_sim.sweep.processes`), a chunk at a time
+    each; a chunk whose worker died is a failed row per sample (a new worker takes the rest)."""
+    from mb_sim.sweep.processes import WorkerPool, dumps
 
-    pending_chunks = _chunks(spec.size, workers)[::-1]
-    context = multiprocessing.get_context("spawn")
-    while pending_chunks:
-        broken = False
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            running = {}
-            while (pending_chunks or running) and not broken:
-                while pending_chunks and len(running) < workers * IN_FLIGHT:
-                    chunk = pending_chunks.pop()
-                    running[pool.submit(_run_chunk, spec, bundle, chunk, cache_dir)] = chunk
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    chunk = running.pop(future)
-                    try:
-                        yield from future.result()
-                    except BrokenProcessPool:
-                        broken = True
-                        yield from (_died(spec, i, "its worker process died") for i in chunk)
-            if broken:  # the others of the pool's tasks run again in a new pool
-                pending_chunks.extend(running.values())
+    pool = WorkerPool(workers, dumps((spec, bundle, cache_dir)))
+    try:
+        yield from pool.run(_chunks(spec.size, workers), lambda i: _died(spec, i, "its worker process died"))
+    finally:
+        pool.close()
 
 
 def _died(spec: SweepSpec, index: int, why: str) -> SampleResult:
