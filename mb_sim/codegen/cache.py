@@ -38,7 +38,7 @@ from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_sh
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
-__all__ = ["CacheWarning", "atomic_write", "cache_directory", "cache_key", "is_private", "load_library",
+__all__ = ["CacheWarning", "ChangedSource", "atomic_write", "cache_directory", "cache_key", "is_private", "load_library", "read_index",
            "remove_stale_temporaries", "safe_name", "temporary_path"]
 
 #: Temporaries older than this [s] are removed even if a process of their pid number exists.
@@ -228,6 +228,28 @@ class _Entry:
         except OSError as error:
             raise CodegenError(f"cannot write to the cache directory {self.directory}: {error} "
                                "(set $MB_SIM_CACHE_DIR or pass cache_dir)") from error
+
+
+class ChangedSource(ValueError):
+    """The generated C a cache index names was changed after it was generated."""
+
+
+def read_index(index: Path, directory: Path) -> tuple[dict, str] | None:
+    """An index entry of the cache (a JSON object naming its generated C by ``source``, with
+    ``source_sha256``) and that C, or None: an entry another user could have written, or one
+    naming a file outside the cache directory.  ChangedSource (a ValueError) if the C was changed
+    after it was generated; OSError, ValueError, KeyError or TypeError for unreadable or malformed
+    entries."""
+    if not is_private(index):
+        return None
+    entry = json.loads(index.read_text())
+    name = entry["source"]
+    if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+        return None  # the index names something outside the cache directory: not ours
+    source = (directory / name).read_text()
+    if entry.get("source_sha256") != hashlib.sha256(source.encode()).hexdigest():
+        raise ChangedSource(f"the cached source {name} was changed after it was generated")
+    return entry, source
 
 
 def safe_name(name: str) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mb_sim.symbolic.output_names import Dimensions
+
 __all__ = ["INDEX_LISTS", "NAME_LISTS", "ModelHeader", "OutputShape", "header_json"]
 
 #: The index lists of the equations the header carries ...
@@ -29,7 +31,7 @@ class OutputShape:
 
 
 @dataclass(frozen=True)
-class ModelHeader:
+class ModelHeader(Dimensions):
     """The equations of motion less their expressions (attribute names as there).
 
     ``q``, ``u``, ``z``, ``inputs`` and ``parameters`` are names; ``outputs`` maps each output to
@@ -61,27 +63,6 @@ class ModelHeader:
     contact_names: tuple[str, ...] = ()
     imu_names: tuple[str, ...] = ()
     force_laws: tuple[tuple[str, str], ...] = field(default=())
-
-    @property
-    def n_q(self) -> int:
-        return len(self.q)
-
-    @property
-    def n_u(self) -> int:
-        return len(self.u)
-
-    @property
-    def n_z(self) -> int:
-        return len(self.z)
-
-    @property
-    def n_holonomic(self) -> int:
-        return self.outputs["phi"].shape[0]
-
-    @property
-    def n_constraints(self) -> int:
-        matrix = self.outputs.get("constraint_matrix")
-        return 0 if matrix is None else matrix.shape[0]
 
     @classmethod
     def from_equations(cls, eom) -> ModelHeader:

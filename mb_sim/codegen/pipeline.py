@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from mb_sim.codegen.cache import atomic_write, cache_directory, is_private, safe_name
+from mb_sim.codegen.cache import ChangedSource, atomic_write, cache_directory, read_index, safe_name
 from mb_sim.codegen.compiled import CompiledModel
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.header import ModelHeader, header_json
@@ -75,23 +75,19 @@ def _write_index(index: Path, eom: EquationsOfMotion, source: Path, text: str) -
 def _load_cached(robot: Robot, index: Path, directory: Path, progress: Progress) -> NumericModel | None:
     """The cached model, or None (missing, unreadable or inconsistent entries are rebuilt)."""
     try:
-        if not is_private(index):
+        found = read_index(index, directory)
+        if found is None:
             return None
-        entry = json.loads(index.read_text())
-        name = entry["source"]
-        if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
-            return None  # the index names something outside the cache directory: not ours
-        source = (directory / name).read_text()
-        if entry.get("source_sha256") != _sha256(source):
-            report(progress, f"{robot.name}: the cached source {name} was changed after it was generated; "
-                             "deriving again")
-            return None
+        entry, source = found
         header = entry["header"]
         values = robot.parameters
         if header["parameters"] != [str(p) for p in values]:
             return None
         eom = ModelHeader.from_json(header, list(values.values()), _force_laws(robot))
         model = CompiledModel(eom, directory, progress, source=source)
+    except ChangedSource as err:
+        report(progress, f"{robot.name}: {err}; deriving again")
+        return None
     except (OSError, ValueError, KeyError, TypeError, CodegenError):
         return None
     report(progress, f"{robot.name}: loaded from the cache ({index.name})")

@@ -209,6 +209,23 @@ def ros_arguments_problem(message: str) -> str:
     return f"cannot parse the --ros-args {match['kind']} {shown!r} ({match['error'].strip()}){hint}"
 
 
+def _node_in(traceback) -> object | None:
+    """The rclpy node whose constructor failed (``self`` in a frame of `traceback`, its
+    rclpy part built), or None."""
+    from rclpy.node import Node
+
+    while traceback is not None:
+        candidate = traceback.tb_frame.f_locals.get("self")
+        if isinstance(candidate, Node):
+            try:
+                candidate.handle  # noqa: B018 (raises if Node.__init__ itself did not finish)
+            except Exception:  # noqa: BLE001
+                return None
+            return candidate
+        traceback = traceback.tb_next
+    return None
+
+
 def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], args: list[str] | None = None,
               signal_handlers: bool = True) -> int:
     """Initialize rclpy with `args`, spin the node `create()` makes until Ctrl-C or shutdown, then
@@ -245,8 +262,12 @@ def spin_node(create: Callable[[], object], name: str, fatal: dict[type, str], a
         try:
             with bounded_teardown():
                 if failure is not None:  # its traceback holds a half-built node: destroy its DDS entities here
+                    half_built = _node_in(failure.__traceback__)
                     failure.__traceback__ = None
                     failure = None
+                    if half_built is not None:  # in rclpy's order: left to the collector, about 1 in 70 segfaulted
+                        half_built.destroy_node()
+                    del half_built
                     gc.collect()
                 if node is not None:
                     node.destroy_node()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from mb_sim.codegen.cache import atomic_write, cache_directory, is_private, safe_name
+from mb_sim.codegen.cache import atomic_write, cache_directory, read_index, safe_name
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.version import GENERATOR_VERSION
 from mb_sim.sim.robot_facts import RobotFacts
@@ -200,15 +200,10 @@ def _read_entry(index: Path, directory: Path, progress: Progress) -> LoadedRobot
     from mb_sim.codegen.header import ModelHeader
 
     try:
-        if not is_private(index):
+        found = read_index(index, directory)
+        if found is None or not _files_unchanged(found[0]["files"]):
             return None
-        entry = json.loads(index.read_text())
-        name = entry["source"]
-        if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
-            return None  # an entry naming something outside the cache directory: not ours
-        source = (directory / name).read_text()
-        if hashlib.sha256(source.encode()).hexdigest() != entry["source_sha256"] or not _files_unchanged(entry["files"]):
-            return None
+        entry, source = found
         facts = RobotFacts.from_json(entry["facts"])
         header = ModelHeader.from_json(entry["header"], facts.parameter_values, entry["force_laws"])
         model = CompiledModel(header, directory, progress, source=source)

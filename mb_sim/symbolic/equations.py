@@ -79,12 +79,12 @@ __all__ = ["CONTACT_STATE_COLUMNS", "FT_JACOBIAN_ROWS", "FT_STATE_COLUMNS", "IMU
 
 from mb_sim.symbolic.output_names import (  # noqa: E402  (SymPy-free: the numeric models read them)
     CONTACT_STATE_COLUMNS, FT_JACOBIAN_ROWS, FT_STATE_COLUMNS, IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS, OUTPUT_NAMES,
-    SPRING_STATE_COLUMNS,
+    SPRING_STATE_COLUMNS, Dimensions,
 )
 
 
 @dataclass
-class EquationsOfMotion:
+class EquationsOfMotion(Dimensions):
     """Equations of motion of one robot (see the module docstring for the outputs).
 
     ``projection_speeds`` are the speeds along which projection moves the coordinates onto
@@ -159,27 +159,3 @@ class EquationsOfMotion:
                     "ft_states": (len(self.force_torque_names), FT_STATE_COLUMNS)}
         for name, shape in defaults.items():
             self.outputs.setdefault(name, Matrix.zeros(*shape))
-
-    @property
-    def n_q(self) -> int:
-        return len(self.q)
-
-    @property
-    def n_u(self) -> int:
-        return len(self.u)
-
-    @property
-    def n_z(self) -> int:
-        """Number of electrical states."""
-        return len(self.z)
-
-    @property
-    def n_holonomic(self) -> int:
-        """Number of holonomic constraints: the rows of Phi, which are the first rows of A."""
-        return self.outputs["phi"].shape[0]
-
-    @property
-    def n_constraints(self) -> int:
-        """Number of (independent) velocity constraints."""
-        matrix = self.outputs.get("constraint_matrix")
-        return 0 if matrix is None else matrix.shape[0]

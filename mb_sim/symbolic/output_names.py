@@ -3,7 +3,7 @@
 loaded from the cache."""
 from __future__ import annotations
 
-__all__ = ["CONTACT_STATE_COLUMNS", "FT_JACOBIAN_ROWS", "FT_STATE_COLUMNS", "IMU_JACOBIAN_ROWS", "IMU_STATE_COLUMNS",
+__all__ = ["CONTACT_STATE_COLUMNS", "Dimensions", "FT_JACOBIAN_ROWS", "FT_STATE_COLUMNS", "IMU_JACOBIAN_ROWS", "IMU_STATE_COLUMNS",
            "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 
 OUTPUT_NAMES = (
@@ -20,3 +20,34 @@ CONTACT_STATE_COLUMNS = 12
 IMU_STATE_COLUMNS, IMU_JACOBIAN_ROWS = 12, 6
 #: Columns of the ft_states output, rows of the ft_jacobians output per force-torque sensor.
 FT_STATE_COLUMNS, FT_JACOBIAN_ROWS = 6, 6
+
+
+class Dimensions:
+    """The dimensions of equations of motion with ``q``, ``u``, ``z`` and ``outputs`` (shaped): the
+    equations themselves, or their header (:class:`mb_sim.codegen.header.ModelHeader`)."""
+
+    @property
+    def n_q(self) -> int:
+        """Number of generalized coordinates."""
+        return len(self.q)
+
+    @property
+    def n_u(self) -> int:
+        """Number of generalized speeds."""
+        return len(self.u)
+
+    @property
+    def n_z(self) -> int:
+        """Number of electrical states."""
+        return len(self.z)
+
+    @property
+    def n_holonomic(self) -> int:
+        """Number of holonomic constraints: the rows of Phi, which are the first rows of A."""
+        return self.outputs["phi"].shape[0]
+
+    @property
+    def n_constraints(self) -> int:
+        """Number of (independent) velocity constraints."""
+        matrix = self.outputs.get("constraint_matrix")
+        return 0 if matrix is None else matrix.shape[0]
