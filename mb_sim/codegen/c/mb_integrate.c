@@ -101,8 +101,27 @@ static void mb_etd_coefficients(const double *lambda, double dt, double *e, doub
  * friction: stable however stiff, however light the link.  Returns 0 or the failing step's code
  * (1, 2, 5 from mb_forward_dynamics, 3, 4),
  * leaving q, u, z and *t at the start of that step. */
+static int mb_integrate_here(double *q, double *u, double *z, const double *inputs, const double *params,
+                             double *t, double dt, int n_steps, const double *enabled, const double *servo);
+
+/* mb_integrate_here on copies of the inputs, parameters and servo table in this frame: the steps
+ * then read them beside their own work arrays, not from the caller's buffers, whose distance
+ * from the stack varies from process to process (Solo12's step took 9.1 or 13-14 us by where
+ * they fell: loads from them against the stores of the spilled temporaries). */
 static int mb_integrate(double *q, double *u, double *z, const double *inputs, const double *params,
                         double *t, double dt, int n_steps, const double *enabled, const double *servo)
+{
+    double in[MB_N_INPUTS > 0 ? MB_N_INPUTS : 1], p[MB_N_PARAMS > 0 ? MB_N_PARAMS : 1];
+    double table[1 + (MB_N_INPUTS > 0 ? MB_N_INPUTS : 1) * MB_SERVO_WIDTH];
+    memcpy(in, inputs, sizeof(double) * MB_N_INPUTS);
+    memcpy(p, params, sizeof(double) * MB_N_PARAMS);
+    if (servo != NULL)
+        memcpy(table, servo, sizeof(double) * (1 + (size_t)servo[0] * MB_SERVO_WIDTH));
+    return mb_integrate_here(q, u, z, in, p, t, dt, n_steps, enabled, servo != NULL ? table : NULL);
+}
+
+static int mb_integrate_here(double *q, double *u, double *z, const double *inputs, const double *params,
+                             double *t, double dt, int n_steps, const double *enabled, const double *servo)
 {
     enum { N = MB_N_Q + MB_N_U };
     int stiff[MB_LEN_DISSIPATION];  /* the rows of mb_dissipation stiff at a step */
