@@ -111,7 +111,7 @@ static int mb_integrate_here(double *q, double *u, double *z, const double *inpu
 static int mb_integrate(double *q, double *u, double *z, const double *inputs, const double *params,
                         double *t, double dt, int n_steps, const double *enabled, const double *servo)
 {
-    double in[MB_N_INPUTS > 0 ? MB_N_INPUTS : 1], p[MB_N_PARAMS > 0 ? MB_N_PARAMS : 1];
+    double in[MB_N_INPUTS > 0 ? MB_N_INPUTS : 1] = {0.0}, p[MB_N_PARAMS > 0 ? MB_N_PARAMS : 1] = {0.0};
     double table[1 + (MB_N_INPUTS > 0 ? MB_N_INPUTS : 1) * MB_SERVO_WIDTH];
     memcpy(in, inputs, sizeof(double) * MB_N_INPUTS);
     memcpy(p, params, sizeof(double) * MB_N_PARAMS);
