@@ -62,6 +62,7 @@ from sympy.printing.c import C99CodePrinter
 from sympy.printing.precedence import PRECEDENCE
 
 from mb_sim.codegen.errors import SPRING_MIN_LENGTH
+from mb_sim.codegen.guarded import accumulations, guarded_lines, guarded_runs
 from mb_sim.codegen.mass_factor import is_unrolled, unrolled_mass_functions
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLayout
 from mb_sim.codegen.progress import Progress, report
@@ -173,55 +174,22 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
     names[program.arguments["t"][0]] = "t"
     names.update((s, f"v{i}") for i, (s, _) in enumerate(program.assignments))
     printer = _Printer(names)
-    runs = _guarded_runs(program.assignments)
+    runs = guarded_runs(program.assignments)
+    sums = accumulations(runs, program.outputs)
     needed, later = [], set().union(*(e.free_symbols for e in program.outputs))
     for run in reversed(runs):  # what each run must leave defined: what comes after it reads
         needed.append(set(later))
-        for _, e in run:
-            later |= e.free_symbols
-    body = [line for run, after in zip(runs, reversed(needed)) for line in _assignments(run, names, printer, after)]
+        for s, e in run:
+            if s not in sums.terms:  # a sum's terms are added where computed
+                later |= e.free_symbols
+    body = []
+    for i, (run, after) in enumerate(zip(runs, reversed(needed))):
+        body += [f"    double {names[s]} = 0;" for s in sums.declared_before.get(i, ())]
+        body += guarded_lines(run, names, printer, after, sums)
     body += [f"    out[{k}] = {printer.doprint(e)};" for k, e in zip(indices, program.outputs)]
     return "\n".join([
         f"/* {doc} */", f"void {name}({_SIGNATURE}, double *out)", "{",
         "    (void)q; (void)u; (void)z; (void)inputs; (void)params; (void)t;", *body, "}", ""])
-
-
-def _guard(expr) -> object:
-    """The condition of a guarded quantity ``Piecewise((e, condition), (0, True))``, else None."""
-    if isinstance(expr, sympy.Piecewise) and len(expr.args) == 2 and expr.args[1].cond == sympy.true \
-            and expr.args[1].expr == 0:
-        return expr.args[0].cond
-    return None
-
-
-def _guarded_runs(assignments: list) -> list[list]:
-    """The assignments in runs: consecutive guarded quantities sharing one condition together
-    (printed as one ``if``: a contact shape far from the ground costs one test), others alone."""
-    runs: list[list] = []
-    for symbol, expr in assignments:
-        guard = _guard(expr)
-        if guard is not None and runs and _guard(runs[-1][-1][1]) == guard:
-            runs[-1].append((symbol, expr))
-        else:
-            runs.append([(symbol, expr)])
-    return runs
-
-
-def _assignments(run: list, names: dict, printer: "_Printer", after: set) -> list[str]:
-    """C lines for one run of :func:`_guarded_runs`; `after` holds the symbols read after the run:
-    only those are declared outside its ``if`` (and zeroed where the guard fails), the others are
-    the block's own."""
-    guard = _guard(run[0][1])
-    if len(run) == 1 or guard is None:
-        return [f"    const double {names[s]} = {printer.doprint(e)};" for s, e in run]
-    kept = [s for s, _ in run if s in after]
-    inside = [f"        {'' if s in after else 'const double '}{names[s]} = {printer.doprint(e.args[0].expr)};"
-              for s, e in run]
-    if not kept:
-        return [f"    if ({printer.doprint(guard)}) {{", *inside, "    }"]
-    outside = " ".join(f"{names[s]} = 0;" for s in kept)
-    return [f"    double {', '.join(names[s] for s in kept)};", f"    if ({printer.doprint(guard)}) {{", *inside,
-            f"    }} else {{ {outside} }}"]
 
 
 def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection) -> str:

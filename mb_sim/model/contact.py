@@ -218,9 +218,10 @@ class GroundContact(ConnectionBase):
                 self.rows.append(Matrix([[*exact_x, *self.normal, exact_d, rate, f_n, *f]]))
                 if anchor is not None:
                     self._anchor_update(anchor, exact_x, exact_d, f_n, temps, f"{label} {feature.name}")
-            torque = moment + _cross(p - reference, force)
-            loads.append((shape.link, guarded(force, f"contact force on {label}"),
-                          guarded(torque, f"contact torque on {label} about the reference point")))
+            force = guarded(force, f"contact force on {label}")  # a sum: accumulated in the C
+            moment = guarded(moment, f"moment of the contact forces on {label} about its link's origin")
+            loads.append((shape.link, force, guarded(moment + _cross(p - reference, force),
+                                                     f"contact torque on {label} about the reference point")))
         return loads
 
     def _contact_point(self, feature: ContactFeature, R: Matrix, p: Matrix) -> tuple[Matrix, Expr]:
