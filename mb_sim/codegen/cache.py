@@ -38,8 +38,8 @@ from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_sh
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
-__all__ = ["CacheWarning", "ChangedSource", "atomic_write", "cache_directory", "cache_key", "is_private", "load_library", "read_index",
-           "remove_stale_temporaries", "safe_name", "temporary_path"]
+__all__ = ["CacheWarning", "ChangedSource", "atomic_write", "cache_directory", "cache_key", "is_private", "load_library",
+           "read_index", "remove_stale_temporaries", "safe_name", "temporary_path"]
 
 #: Temporaries older than this [s] are removed even if a process of their pid number exists.
 STALE_AGE = 24 * 3600.0

@@ -31,7 +31,7 @@ from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.version import GENERATOR_VERSION
 from mb_sim.sim.robot_facts import RobotFacts
 
-__all__ = ["ENTRY_VERSION", "LoadedRobot", "RobotBundle", "code_stamp", "load_robot"]
+__all__ = ["ENTRY_VERSION", "LoadedRobot", "RobotBundle", "bundle", "code_stamp", "load_robot"]
 
 #: Bump when an entry's content changes meaning.
 ENTRY_VERSION = "1"
@@ -51,11 +51,8 @@ class LoadedRobot:
     model: Any
     component_model: Any = None
     rebuild: Callable[[], Any] | None = None
+    #: Its :class:`RobotBundle`, once :func:`bundle` made it (or the one it was installed from).
     bundle: RobotBundle | None = None
-
-    def bundle_(self) -> RobotBundle:
-        """This robot as a :class:`RobotBundle` (see :func:`bundle`)."""
-        return bundle(self)
 
     @property
     def robot(self):
@@ -112,8 +109,9 @@ def load_robot(robot, *, floating_base: bool = False, xacro_args=None, ground=Fa
     if isinstance(robot, RobotBundle):
         return robot.install(cache_dir, progress)
     if isinstance(robot, LoadedRobot):  # another simulator of the same robot: its own buffers
-        return robot.bundle_().install(cache_dir, progress) if robot.component_model is None else \
-            _from_model(robot.component_model, backend, cache_dir, progress)
+        if robot.component_model is None:
+            return bundle(robot).install(cache_dir, progress)
+        return _from_model(robot.component_model, backend, cache_dir, progress)
     if not isinstance(robot, (str, os.PathLike)):
         return _from_model(robot, backend, cache_dir, progress)
     text, source = _read(robot)

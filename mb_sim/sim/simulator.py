@@ -22,6 +22,7 @@ from mb_sim.codegen.errors import FACTORIZATION_FAILURES, FactorizationError
 from mb_sim.codegen.projection import PROJECTION_TOLERANCE
 from mb_sim.sim.assembly import assemble
 from mb_sim.sim.robot_cache import RobotBundle, load_robot
+from mb_sim.sim.robot_cache import bundle as robot_bundle
 from mb_sim.sim.robot_facts import StopFacts
 from mb_sim.urdf.errors import URDFError
 from mb_sim.urdf.inertia import SINGULAR
@@ -181,7 +182,7 @@ class Simulator:
         process, or a machine sharing no cache, makes simulators of it with
         ``Simulator(bundle)``, without the URDF or SymPy (compiling the C there if its cache
         has no library of it).  ValueError for the NumPy backend."""
-        return self._loaded.bundle_()
+        return robot_bundle(self._loaded)
 
     @property
     def robot(self) -> Robot:

@@ -3,8 +3,8 @@
 loaded from the cache."""
 from __future__ import annotations
 
-__all__ = ["CONTACT_STATE_COLUMNS", "Dimensions", "FT_JACOBIAN_ROWS", "FT_STATE_COLUMNS", "IMU_JACOBIAN_ROWS", "IMU_STATE_COLUMNS",
-           "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
+__all__ = ["CONTACT_STATE_COLUMNS", "Dimensions", "FT_JACOBIAN_ROWS", "FT_STATE_COLUMNS", "IMU_JACOBIAN_ROWS",
+           "IMU_STATE_COLUMNS", "OUTPUT_NAMES", "SPRING_STATE_COLUMNS"]
 
 OUTPUT_NAMES = (
     "mass_matrix", "forcing", "qdot", "kinematic_map", "phi", "phi_jacobian", "constraint_matrix",
