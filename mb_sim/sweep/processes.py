@@ -122,14 +122,14 @@ class WorkerPool:
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     """A worker's life: the sweep, then chunks until the parent closes the pipe."""
-    from mb_sim.sweep.worker import run_sample
+    from mb_sim.sweep.worker import run_chunk
 
     setup = _receive(stdin)
     if setup is None:
         return
     spec, bundle, cache_dir = pickle.loads(setup)
     while (data := _receive(stdin)) is not None:
-        _send(stdout, pickle.dumps([run_sample(spec, index, bundle, cache_dir) for index in pickle.loads(data)]))
+        _send(stdout, pickle.dumps(run_chunk(spec, bundle, pickle.loads(data), cache_dir)))
 
 
 if __name__ == "__main__":

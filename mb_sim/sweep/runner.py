@@ -21,7 +21,7 @@ from typing import Any
 
 from mb_sim.sweep.results import SweepResults, TrajectoryWriter
 from mb_sim.sweep.spec import Sample, SweepError, SweepSpec
-from mb_sim.sweep.worker import SampleResult, run_sample
+from mb_sim.sweep.worker import SampleResult, run_chunk, run_sample
 
 __all__ = ["BACKENDS", "replay_sample", "run_sweep"]
 
@@ -139,11 +139,6 @@ def _chunks(size: int, workers: int) -> list[list[int]]:
     return [list(range(start, min(start + per, size))) for start in range(0, size, per)]
 
 
-def _run_chunk(spec: SweepSpec, bundle, indices: list[int], cache_dir) -> list[SampleResult]:
-    """A worker's task: samples `indices` of `spec`, in order."""
-    return [run_sample(spec, i, bundle, cache_dir) for i in indices]
-
-
 def _pool(spec: SweepSpec, bundle, workers: int, cache_dir) -> Iterator[SampleResult]:
     """Samples on `workers` worker processes (:mod:`mb_sim.sweep.processes`), a chunk at a time
     each; a chunk whose worker died is a failed row per sample (a new worker takes the rest)."""
@@ -181,15 +176,18 @@ def _dask(spec: SweepSpec, bundle, workers: int, address: str | None, cache_dir)
         spec_future, bundle_future = client.scatter([spec, bundle], broadcast=True)
         chunks = _chunks(spec.size, max(1, len(client.scheduler_info().get("workers", {})) or workers))[::-1]
         running = as_completed()
-        limit = workers * IN_FLIGHT
-        for _ in range(min(limit, len(chunks))):
-            running.add(client.submit(_run_chunk, spec_future, bundle_future, chunks.pop(), cache_dir, pure=False))
+
+        def submit() -> None:
+            running.add(client.submit(run_chunk, spec_future, bundle_future, chunks.pop(), cache_dir, pure=False))
+
+        for _ in range(min(workers * IN_FLIGHT, len(chunks))):
+            submit()
         for future in running:
             results = future.result()
             future.release()
             yield from results
             if chunks:
-                running.add(client.submit(_run_chunk, spec_future, bundle_future, chunks.pop(), cache_dir, pure=False))
+                submit()
     finally:
         client.close()
         if cluster is not None:

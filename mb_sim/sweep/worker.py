@@ -15,7 +15,7 @@ import numpy as np
 
 from mb_sim.sweep.spec import Sample, SweepSpec
 
-__all__ = ["SampleResult", "run_sample"]
+__all__ = ["SampleResult", "run_chunk", "run_sample"]
 
 #: Loaded robots of this process, by bundle key: a worker builds one simulator per sample from it.
 _ROBOTS: dict[str, Any] = {}
@@ -56,6 +56,11 @@ def run_sample(spec: SweepSpec, sample: Sample | int, robot=None, cache_dir=None
         row.update(_outputs(spec, sim))
     row["wall_time"] = time.perf_counter() - started
     return SampleResult(row, recorded)
+
+
+def run_chunk(spec: SweepSpec, robot, indices: list[int], cache_dir=None) -> list[SampleResult]:
+    """A worker's task: samples `indices` of `spec`, in order (:func:`run_sample` each)."""
+    return [run_sample(spec, i, robot, cache_dir) for i in indices]
 
 
 def _simulator(spec: SweepSpec, robot, cache_dir):
