@@ -142,3 +142,15 @@ def test_a_large_model_compiles_as_two_units_into_the_same_library(tmp_path, mon
     b1, b2 = one.model.buffers, two.model.buffers
     one.model.evaluate_into(one.time), two.model.evaluate_into(two.time)
     assert b1.out.tobytes() == b2.out.tobytes()  # every output, the outputs' unit's included
+
+
+def test_xacro_args_for_a_plain_urdf_are_said_ignored_from_the_cache_too(tmp_path):
+    """Given with a URDF that is not a xacro, xacro_args change nothing: the parser says so on the
+    first load, and the cached load (which parses nothing) says the same, once each."""
+    said = []
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            Simulator(str(ARM6), xacro_args={"prefix": "left_"}, cache_dir=tmp_path)
+        said.append([str(w.message) for w in caught if "xacro_args" in str(w.message)])
+    assert said == [[f"{ARM6}: xacro_args ignored: not a xacro file"]] * 2

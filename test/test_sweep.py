@@ -114,6 +114,8 @@ def test_unknown_names_are_one_line_before_any_sample_runs(cache, change, says):
     ("parameters", {"rod_m": Uniform(2.0, 1.0)}, "uniform low 2 is above high 1"),
     ("commands", (Command(5.0),), "commands[0].time must be within [0, duration"),
     ("outputs", ("everything",), "unknown output 'everything'"),
+    ("xacro_args", 3, "xacro_args must be a mapping of argument names to values"),
+    ("xacro_args", {"prefix": ["left"]}, "xacro_args must be a mapping"),
 ])
 def test_bad_values_are_one_line(field, value, says):
     with pytest.raises(SweepError, match=None) as err:

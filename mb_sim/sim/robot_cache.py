@@ -119,6 +119,11 @@ def load_robot(robot, *, floating_base: bool = False, xacro_args=None, ground=Fa
         from mb_sim.urdf.xacro_expansion import expand_xacro
 
         text = expand_xacro(robot, xacro_args)
+    elif xacro_args:  # the parser's warning, said here for a cached robot too (and once: not again below)
+        from mb_sim.urdf.errors import URDFWarning, warn_user
+
+        warn_user(f"{source}: xacro_args ignored: not a xacro file", URDFWarning)
+        xacro_args = None
     options = {"floating_base": bool(floating_base), "ground": _ground_option(ground)}
 
     def rebuild():

@@ -183,6 +183,10 @@ class SweepSpec:
         for output in self.outputs:
             if output not in OUTPUTS and not (isinstance(output, str) and output.startswith("link:")):
                 raise SweepError(f"outputs: unknown output {output!r} (choose from {', '.join(OUTPUTS)}, link:<name>)")
+        if self.xacro_args is not None and not (
+                isinstance(self.xacro_args, Mapping) and all(isinstance(name, str) for name in self.xacro_args)
+                and all(isinstance(value, (str, int, float)) for value in self.xacro_args.values())):
+            raise SweepError(f"xacro_args must be a mapping of argument names to values, got {self.xacro_args!r}")
         if self.size > MAX_SAMPLES:
             raise SweepError(f"{self.size} samples: more than the {MAX_SAMPLES} a sweep may have")
 
