@@ -66,6 +66,19 @@ def test_xacro_args_and_defaults_shape_the_robot():
     assert "tip" not in short.links
 
 
+@pytest.mark.parametrize("xacro_args, says", [
+    (3, "xacro_args: must be a mapping of argument names to values, got 3"),
+    ({"link_length": [0.3]}, "xacro_args: link_length: a value is text or a number, got [0.3]"),
+    ({"with_tip": None}, "xacro_args: with_tip: a value is text or a number, got None"),
+])
+def test_xacro_args_that_are_not_names_to_values_are_one_line(xacro_args, says):
+    """A number was an AttributeError from inside the expansion; a list or None went to xacro as
+    its text ("None")."""
+    with pytest.raises(URDFError) as err:
+        load_urdf(ARM_XACRO, xacro_args=xacro_args)
+    assert str(err.value) == f"{ARM_XACRO}: {says}"
+
+
 @pytest.mark.parametrize("variable", ["AMENT_PREFIX_PATH", "ROS_PACKAGE_PATH"])
 def test_a_third_party_xacro_macro_through_find_simulates_as_its_shipped_urdf(variable, monkeypatch, cache):
     # example-robot-data's quadrotor macro file, included as $(find example-robot-data)/...: found

@@ -250,10 +250,14 @@ def expand_xacro(path_or_xml: str | os.PathLike, xacro_args: Mapping[str, object
 
 def _checked_mappings(source: str, xacro_args: Mapping[str, object] | None) -> dict[str, str]:
     """`xacro_args` as xacro takes them (strings), each name checked."""
+    if xacro_args is not None and not isinstance(xacro_args, Mapping):
+        raise URDFError(source, "xacro_args", f"must be a mapping of argument names to values, got {xacro_args!r}")
     mappings = {}
     for name, value in (xacro_args or {}).items():
         if not isinstance(name, str) or not _ARG_NAME.match(name):
             raise URDFError(source, "xacro_args", f"{name!r} is not a xacro argument name")
+        if not isinstance(value, (str, int, float)):
+            raise URDFError(source, "xacro_args", f"{name}: a value is text or a number, got {value!r}")
         mappings[name] = value if isinstance(value, str) else str(value)
     return mappings
 
