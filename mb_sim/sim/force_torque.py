@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mb_sim.sim.robot_facts import RobotFacts, as_facts
+from mb_sim.sim.robot_facts import RobotFacts, as_facts, contact_loads
 
 __all__ = ["ForceTorqueSet", "Wrench", "contact_loads"]
 
@@ -47,24 +47,6 @@ class _Sensor:
     frame_row: int
     side: frozenset[str]
     sign: float
-
-
-def contact_loads(robot) -> list[list[tuple[str, float]]]:
-    """Per row of ``contact_states`` (the derivation's order), the links its force acts on with
-    the sign: ``(link, +1)`` for a ground feature, ``(link1, +1), (link2, -1)`` for a pair's."""
-    from mb_sim.model.body_contact import BodyContact
-    from mb_sim.model.contact import GroundContact
-
-    loads = []
-    for component in robot.walk():
-        if isinstance(component, GroundContact):
-            loads += [[(shape.link, 1.0)] for shape, features in component.shape_features() for _ in features]
-        elif isinstance(component, BodyContact):
-            loads += [[(shape.link, 1.0), (target.link, -1.0)] for shape, _, target in component.checks]
-        elif hasattr(component, "kinematic_loads"):
-            raise ValueError(f"force-torque sensors: contact component {component.name!r} "
-                             f"({type(component).__name__}) is not known to them")
-    return loads
 
 
 class ForceTorqueSet:

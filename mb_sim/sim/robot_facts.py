@@ -16,8 +16,12 @@ from typing import Any
 import numpy as np
 
 __all__ = ["AnchorFacts", "ForceTorqueFacts", "ImuFacts", "InputFacts", "JointFacts", "MotorFacts", "RobotFacts",
-           "SpringFacts", "StopFacts", "Term", "as_facts", "robot_facts", "robot_size"]
+           "ROBOT_SIZE_FLOOR", "SpringFacts", "StopFacts", "Term", "as_facts", "contact_loads", "robot_facts",
+           "robot_size", "unknown_component"]
 
+#: The robot size [m] below which linear velocities are bounded as for this size: 1 m, so a small
+#: body falling freely (no ground yet) runs 100 s at 1 ms before its speed is judged a runaway.
+ROBOT_SIZE_FLOOR = 1.0
 #: A parameter's name, or a number.
 Term = str | float
 
@@ -316,22 +320,16 @@ def _contact_loads(robot) -> list[tuple[tuple[str, float], ...]]:
     with force-torque sensors, which sum them)."""
     if not getattr(robot, "force_torques", []):
         return []
-    from mb_sim.sim.force_torque import contact_loads
-
     return [tuple(row) for row in contact_loads(robot)]
 
 
 def _unjudged(robot) -> str | None:
-    from mb_sim.sim.runaway import unknown_component
-
     return unknown_component(robot)
 
 
 def robot_size(robot) -> float:
     """The robot's size [m]: its longest chain of joint offsets from the root plus the centre of
-    mass of the chain's last link (at least :data:`~mb_sim.sim.runaway.ROBOT_SIZE_FLOOR`)."""
-    from mb_sim.sim.runaway import ROBOT_SIZE_FLOOR
-
+    mass of the chain's last link (at least :data:`ROBOT_SIZE_FLOOR`)."""
     reach = {robot.root_link.name: 0.0}
     pending = [j.joint_description for j in robot.joints.values()]
     while pending:  # joints in any order: place each once its parent link is placed
@@ -346,3 +344,39 @@ def robot_size(robot) -> float:
         inertial = robot.links[name].link_description.inertial if name in robot.links else None
         size = max(size, distance + (float(np.linalg.norm(inertial.com)) if inertial is not None else 0.0))
     return max(size, ROBOT_SIZE_FLOOR)
+
+
+def contact_loads(robot) -> list[list[tuple[str, float]]]:
+    """Per row of ``contact_states`` (the derivation's order), the links its force acts on with
+    the sign: ``(link, +1)`` for a ground feature, ``(link1, +1), (link2, -1)`` for a pair's."""
+    from mb_sim.model.body_contact import BodyContact
+    from mb_sim.model.contact import GroundContact
+
+    loads = []
+    for component in robot.walk():
+        if isinstance(component, GroundContact):
+            loads += [[(shape.link, 1.0)] for shape, features in component.shape_features() for _ in features]
+        elif isinstance(component, BodyContact):
+            loads += [[(shape.link, 1.0), (target.link, -1.0)] for shape, _, target in component.checks]
+        elif hasattr(component, "kinematic_loads"):
+            raise ValueError(f"force-torque sensors: contact component {component.name!r} "
+                             f"({type(component).__name__}) is not known to them")
+    return loads
+
+
+def unknown_component(robot) -> str | None:
+    """Why the energy watch cannot judge `robot` (a :class:`mb_sim.model.Robot`): a component
+    whose power it does not know (a user's load group may feed power in); None if there is none.
+    It knows the types conservative with their potential in E, dissipative, ideal constraints, or
+    fed through the inputs it looks at."""
+    from mb_sim.model import (
+        BodyContact, CoordinateConstraint, DCMotor, FixedJoint, FloatingJoint, Gravity, GroundContact, JointDissipation,
+        JointEffort, JointLimitStop, JointSpring, LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink,
+        Robot, RollingWheel, SpringDamper,
+    )
+
+    known = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint, Gravity,
+             JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper, LoopJoint,
+             CoordinateConstraint, RollingWheel, GroundContact, BodyContact)
+    unknown = [c for c in robot.walk() if type(c) not in known]
+    return f"component {unknown[0].name!r} ({type(unknown[0]).__name__}) may feed power in" if unknown else None

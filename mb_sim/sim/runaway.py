@@ -50,7 +50,7 @@ import numpy as np
 from typing import TYPE_CHECKING
 
 from mb_sim.sim.errors import SimulationError
-from mb_sim.sim.robot_facts import RobotFacts, as_facts, robot_size
+from mb_sim.sim.robot_facts import ROBOT_SIZE_FLOOR, RobotFacts, as_facts, robot_size, unknown_component
 
 if TYPE_CHECKING:
     from mb_sim.codegen.numeric_model import NumericModel
@@ -63,9 +63,6 @@ __all__ = [
 #: The most a joint may turn in one step [rad] before the motion is beyond what the integration
 #: resolves: angular rates are bounded by MAX_TURN_PER_STEP / dt (see the module docstring).
 MAX_TURN_PER_STEP = 1.0
-#: The robot size [m] below which linear velocities are bounded as for this size: 1 m, so a small
-#: body falling freely (no ground yet) runs 100 s at 1 ms before its speed is judged a runaway.
-ROBOT_SIZE_FLOOR = 1.0
 #: The energy may rise by this fraction of its scale (numerical error of a stable integration
 #: is orders of magnitude below it; an unstable one multiplies the energy every step).
 ENERGY_TOLERANCE = 1e-3
@@ -74,24 +71,6 @@ ENERGY_FLOOR = 1e-9
 #: The energy is judged at most once per this many steps (one output evaluation each time).
 ENERGY_CHECK_STEPS = 100
 
-
-
-def unknown_component(robot) -> str | None:
-    """Why the energy watch cannot judge `robot` (a :class:`mb_sim.model.Robot`): a component
-    whose power it does not know (a user's load group may feed power in); None if there is none.
-    It knows the types conservative with their potential in E, dissipative, ideal constraints, or
-    fed through the inputs it looks at."""
-    from mb_sim.model import (
-        BodyContact, CoordinateConstraint, DCMotor, FixedJoint, FloatingJoint, Gravity, GroundContact, JointDissipation,
-        JointEffort, JointLimitStop, JointSpring, LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink,
-        Robot, RollingWheel, SpringDamper,
-    )
-
-    known = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint, Gravity,
-             JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper, LoopJoint,
-             CoordinateConstraint, RollingWheel, GroundContact, BodyContact)
-    unknown = [c for c in robot.walk() if type(c) not in known]
-    return f"component {unknown[0].name!r} ({type(unknown[0]).__name__}) may feed power in" if unknown else None
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ import numpy as np
 from sympy import Matrix, lambdify, zeros
 
 from mb_sim.model import FloatingJoint, Robot
-from mb_sim.symbolic.plain import PlainSymbols
+from mb_sim.symbolic.plain import PlainSymbols, robot_inputs
 from mb_sim.symbolic.rank import RANK_TOLERANCE, independent_rows
 
 __all__ = ["ConstraintAnalysis", "ConstraintEquations", "ConstraintError", "analyse_constraints", "derive_constraints",
@@ -193,8 +193,6 @@ def derive_constraints(robot: Robot, plain: PlainSymbols) -> ConstraintEquations
 def analyse_constraints(robot: Robot) -> ConstraintEquations:
     """The constraint analysis of `robot` alone (no Kane's equations): what is kept, dropped and
     why, the dependent coordinates, and the degrees of freedom (``.analysis``)."""
-    from mb_sim.symbolic.derive import robot_inputs
-
     system = robot.system
     return derive_constraints(robot, PlainSymbols(list(system.q), list(system.u), robot_inputs(robot),
                                                   list(system.kdes)))

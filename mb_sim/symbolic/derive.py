@@ -14,7 +14,7 @@ from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, EquationsOfMotion
 from mb_sim.symbolic.force_torque import force_torque_outputs
 from mb_sim.symbolic.imu import imu_outputs
 from mb_sim.symbolic.kane import derive_kane
-from mb_sim.symbolic.plain import PlainSymbols
+from mb_sim.symbolic.plain import PlainSymbols, robot_inputs
 from mb_sim.symbolic.temporaries import Temporaries
 
 __all__ = ["derive_equations", "electrical_states", "joint_efforts", "motors", "robot_inputs"]
@@ -28,11 +28,6 @@ def joint_efforts(robot: Robot) -> list:
 def motors(robot: Robot) -> list:
     """The components taking the voltage inputs (DC motors), in joint order."""
     return [i.component for i in robot.collect_inputs("voltage")]
-
-
-def robot_inputs(robot: Robot) -> list:
-    """Every input's symbol, in the order of :meth:`Robot.inputs` (efforts, then voltages)."""
-    return [i.symbol for i in robot.collect_inputs()]
 
 
 def electrical_states(robot: Robot) -> list[tuple]:

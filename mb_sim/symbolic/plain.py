@@ -8,7 +8,13 @@ from sympy.physics.mechanics import dynamicsymbols, msubs
 
 from mb_sim.model import symbol_name
 
-__all__ = ["PlainSymbols"]
+__all__ = ["PlainSymbols", "robot_inputs"]
+
+
+def robot_inputs(robot) -> list:
+    """Every input's symbol of `robot` (a :class:`mb_sim.model.Robot`), in the order of
+    :meth:`Robot.inputs` (efforts, then voltages)."""
+    return [i.symbol for i in robot.collect_inputs()]
 
 
 class PlainSymbols:

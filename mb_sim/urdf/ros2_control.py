@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from mb_sim.urdf.description import ForceTorqueDescription, IMUDescription
 from mb_sim.urdf.errors import URDFError, URDFWarning, warn_user
+from mb_sim.urdf.xml_document import parse_document  # the loader's reading (urdfdom's leniency, no entities)
 
 __all__ = ["COMMAND_INTERFACES", "DEFAULT_COMMANDS_TOPIC", "DEFAULT_STATES_TOPIC", "TOPIC_PLUGINS",
            "Ros2ControlJoint", "Ros2ControlSystem", "check_systems", "initial_positions", "read_ros2_control",
@@ -92,8 +93,7 @@ class Ros2ControlSystem:
 
 def ros2_control_systems(text: str, source: str = "<string>") -> list[Ros2ControlSystem]:
     """The ``<ros2_control>`` elements of URDF `text` (XML read as the URDF loader reads it)."""
-    from mb_sim.urdf.parser import _parse_xml  # the loader's reading (urdfdom's leniency, no entities)
-    root, _ = _parse_xml(text, source)
+    root, _ = parse_document(text, source)
     return read_ros2_control(root, source)
 
 

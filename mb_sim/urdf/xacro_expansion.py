@@ -25,6 +25,7 @@ from pathlib import Path
 from xml.parsers.expat import ExpatError
 
 from mb_sim.urdf.errors import URDFError, URDFWarning, warn_user
+from mb_sim.urdf.xml_document import parse_document  # the loader's reading (no entities)
 
 __all__ = ["XACRO_SUFFIX", "PackageNotFound", "expand_xacro", "expand_xacro_bounded", "find_package_share", "is_argument_name", "is_xacro",
            "parse_xacro_args", "uses_xacro"]
@@ -394,9 +395,8 @@ def _unset_argument(name: str, where: str) -> str:
 
 def _document(path: Path) -> ET.Element | None:
     """The document element of xacro file `path` (read as the URDF loader reads XML), or None."""
-    from mb_sim.urdf.parser import _parse_xml  # the loader's reading (no entities)
     try:
-        return _parse_xml(path.read_text(errors="replace"), str(path))[0]
+        return parse_document(path.read_text(errors="replace"), str(path))[0]
     except (OSError, URDFError):
         return None
 
@@ -423,9 +423,8 @@ def _refuse_macro_library(source: str, origin: str | Path, document) -> None:
     if isinstance(origin, Path):
         root = _document(origin)
     else:
-        from mb_sim.urdf.parser import _parse_xml
         try:
-            root = _parse_xml(origin, source)[0]
+            root = parse_document(origin, source)[0]
         except URDFError:
             return
     macros = [m.get("name") for m in _xacro_elements(root, "macro")] if root is not None else []
