@@ -195,13 +195,14 @@ def test_info_lists_dropped_constraints(repo, monkeypatch, capsys):
     from test_symbolic import ExtraConstraints
 
     from mb_sim import cli
+    from mb_sim.cli import inspection
     from mb_sim.model import build_robot
     from mb_sim.urdf import parse_urdf
 
     robot = build_robot(parse_urdf(repo / "test" / "urdf" / "kinematic_zoo.urdf"))
     robot.joints["finger_joint"].add_load_group(ExtraConstraints("extra"))
     robot.define_all()
-    monkeypatch.setattr(cli, "_load_robot",
+    monkeypatch.setattr(inspection, "load_robot",
                         lambda _name, _strict=False, _floating_base=False, _xacro_args=None, _ground=False: robot)
     assert cli.main(["info", "zoo_with_extra_constraints"]) == 0
     text = capsys.readouterr().out

@@ -7,11 +7,13 @@ import json
 import sys
 from pathlib import Path
 
+from mb_sim.cli.arguments import CommandError, count, output_path
+
 __all__ = ["add_sweep"]
 
 
-def add_sweep(commands: argparse._SubParsersAction, output_path, count) -> None:
-    """The ``sweep`` sub-command (`output_path`, `count`: the CLI's argument types)."""
+def add_sweep(commands: argparse._SubParsersAction) -> None:
+    """The ``sweep`` sub-command."""
     sweep = commands.add_parser(
         "sweep", help="run many simulations of a robot from a YAML or JSON description, in parallel",
         description="Run every sample a sweep description gives (parameters, initial states, commands, "
@@ -38,7 +40,6 @@ def add_sweep(commands: argparse._SubParsersAction, output_path, count) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run, write, summarize; a description or backend that cannot run is one line (CommandError)."""
-    from mb_sim.cli import CommandError
     from mb_sim.sweep import SweepError, load_sweep, replay_sample, run_sweep
 
     try:
