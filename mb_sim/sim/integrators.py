@@ -8,23 +8,25 @@ in one place (:func:`stepper`).
 - ``RK45``, ``DOP853``, ``Radau``, ``BDF``: SciPy's adaptive ``solve_ivp`` on the forward
   dynamics, the state projected onto the constraints at the end of each ``advance``.
 
-A stepper advances the simulator's state (the model's buffers) and its ``time`` and raises
-:class:`~mb_sim.sim.errors.SimulationError` (through ``sim._failure``) on divergence, leaving the
+A stepper advances a run (a :class:`Steppable`: the simulator) and raises
+:class:`~mb_sim.sim.errors.SimulationError` (through ``run.failure``) on divergence, leaving the
 last good state.
 """
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from mb_sim.codegen.errors import FactorizationError
+from mb_sim.sim.errors import SimulationError
+from mb_sim.sim.robot_model import RobotModel
+from mb_sim.sim.runaway import RunawayWatch
+from mb_sim.sim.servos import JointServos
+from mb_sim.sim.stiction_anchors import move_anchors
 
-if TYPE_CHECKING:
-    from mb_sim.sim.simulator import Simulator
-
-__all__ = ["INTEGRATORS", "MAX_STEPS_PER_CALL", "FixedStepRK4", "AdaptiveSciPy", "move_anchors", "stepper"]
+__all__ = ["INTEGRATORS", "MAX_STEPS_PER_CALL", "FixedStepRK4", "AdaptiveSciPy", "Steppable", "stepper"]
 
 #: The integrators by name, with what each is.
 INTEGRATORS = {
@@ -40,12 +42,32 @@ INTEGRATORS = {
 MAX_STEPS_PER_CALL = 1000
 
 
+class Steppable(Protocol):
+    """What a stepper advances: a run's numeric model (its buffers hold the state), time, step and
+    tolerances, its runaway watch and servos, and how it names a failure and projects its state."""
+
+    robot_model: RobotModel
+    model: object
+    time: float
+    dt: float
+    rtol: float
+    atol: float
+    runaway: RunawayWatch
+    servos: JointServos
+
+    def failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
+        """The error for failure `code` of the numeric model at the (restored) current state."""
+
+    def project(self) -> None:
+        """Project the state onto the constraints (SimulationError where that fails)."""
+
+
 class FixedStepRK4:
     """RK4 in the generated C, ``dt`` per step."""
 
     fixed_step = True
 
-    def advance(self, sim: Simulator, duration: float) -> None:
+    def advance(self, sim: Steppable, duration: float) -> None:
         """`duration` (a multiple of ``dt``) in calls of at most MAX_STEPS_PER_CALL steps."""
         steps = round(duration / sim.dt)
         if abs(steps * sim.dt - duration) > 1e-9 * max(1.0, duration):
@@ -53,7 +75,7 @@ class FixedStepRK4:
         self.steps(sim, steps)
 
     @staticmethod
-    def steps(sim: Simulator, steps: int) -> None:
+    def steps(sim: Steppable, steps: int) -> None:
         """`steps` steps, each call followed by the runaway checks.  Every call starts from
         ``start + done * dt``, so the time reached is the one a single call would reach (the C
         code times its steps the same way)."""
@@ -74,7 +96,7 @@ class FixedStepRK4:
                 watch.check(time, chunk)
         except FactorizationError as err:
             sim.time = err.t
-            raise sim._failure(err.code) from None
+            raise sim.failure(err.code) from None
         except KeyboardInterrupt:  # the state is that of the last completed step: so is the time
             reached = round((model.rk4_time - (start + done * dt)) / dt) if done < steps else 0
             sim.time = start + (done + min(max(reached, 0), steps - done)) * dt
@@ -89,7 +111,7 @@ class AdaptiveSciPy:
     def __init__(self, method: str) -> None:
         self.method = method
 
-    def advance(self, sim: Simulator, duration: float) -> None:
+    def advance(self, sim: Steppable, duration: float) -> None:
         """`duration` in one call of ``solve_ivp``, then the projection and the runaway checks."""
         from scipy.integrate import solve_ivp  # here: importing it costs 0.45 s, and most runs use rk4
 
@@ -122,36 +144,13 @@ class AdaptiveSciPy:
         if not solution.success or not np.all(np.isfinite(end)):
             load(start)
             if failures:  # the solver could not step past a state where the dynamics fail
-                raise sim._failure(failures[-1].code, at=failures[-1].t) from None
-            raise sim._failure(3, at=float(solution.t[-1]), detail=solution.message)
+                raise sim.failure(failures[-1].code, at=failures[-1].t) from None
+            raise sim.failure(3, at=float(solution.t[-1]), detail=solution.message)
         load(end)
         sim.time += duration
-        sim._project()
-        move_anchors(sim)  # rk4 moves them after every step, in C; here once per advance
+        sim.project()
+        move_anchors(sim.robot_model, sim.model, sim.time)  # rk4 moves them after every step, in C
         sim.runaway.check(sim.time, max(1, round(duration / sim.dt)))
-
-
-def move_anchors(sim: Simulator, to_contact_points: bool = False) -> None:
-    """Move the stiction anchors of the simulator's ground (if it has them) in ``sim.model.buffers.z``
-    as a step's end does (:func:`~mb_sim.model.anchors.updated_anchors`, the rule of the generated
-    ``state_updates``), or with `to_contact_points` put them at the contact points (a body set
-    down starts unstressed)."""
-    grounds = sim.facts.anchors
-    if not grounds:
-        return
-    from mb_sim.model.anchors import updated_anchors
-
-    b = sim.model.buffers
-    sim.model.evaluate_into(sim.time)
-    rows, names = sim.model.layout.view(b.out, "contact_states"), list(sim.model.contact_names)
-    for ground in grounds:
-        mine = rows[[names.index(feature) for feature in ground.features]]
-        states = [sim.electrical_state_names.index(s) for anchor in ground.states for s in anchor]
-        if to_contact_points:
-            b.z[states] = mine[:, :3].ravel()
-        else:
-            b.z[states] = updated_anchors(mine, b.z[states].reshape(-1, 3), sim.parameter(ground.stiffness),
-                                          sim.parameter(ground.friction)).ravel()
 
 
 def stepper(name: str) -> FixedStepRK4 | AdaptiveSciPy:
