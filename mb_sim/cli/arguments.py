@@ -117,7 +117,7 @@ def assignment(text: str) -> tuple[str, float]:
 def state_assignment(text: str) -> tuple[str, float]:
     """``JOINT=VALUE`` for a position or speed: a number no robot has (beyond the simulator's
     STATE_MAGNITUDE) is refused while the arguments are read, before the model is built."""
-    from mb_sim.sim.simulator import STATE_MAGNITUDE
+    from mb_sim.sim.state import STATE_MAGNITUDE
 
     name, value = assignment(text)
     if abs(value) > STATE_MAGNITUDE:

@@ -66,7 +66,7 @@ from mb_sim.session.name_filter import NameFilter, NameFilterError
 from mb_sim.session.pacing import STEP_SLICE_BUDGET, StepCost, advance_within
 from mb_sim.sim import SimulationError
 from mb_sim.sim.frames import base_twist_function
-from mb_sim.sim.simulator import STATE_MAGNITUDE
+from mb_sim.sim.state import STATE_MAGNITUDE
 
 __all__ = ["SimulationInterfacesServer", "FEATURES", "SERVICES", "ACTIONS", "MAX_SERVICE_STEPS",
            "STEP_SERVICE_WALL_LIMIT"]
