@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ROBOT ?= arm6
 
-.PHONY: setup sim test test-slow bench bench-plots clean
+.PHONY: setup sim test test-fast test-slow bench bench-plots clean
 
 setup:
 	@bash .ci/setup-env
@@ -12,13 +12,22 @@ setup:
 sim: setup
 	@$(VENV)/bin/mb-sim-demo $(ROBOT)
 
-test: setup
-	@$(PY) -m pytest -q test
+# The suite on every core (pytest-xdist; a module's tests on one worker, so its fixtures compile once),
+# compiled models shared through the model cache (test/conftest.py); tests marked slow are skipped.
+TEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-# The heavy robots of the example-robot-data corpus (above 16 DoF: minutes to derive cold) and the
-# long standing runs (Go1 60 s, Solo12, G1 without ground), which `make test` skips; CI runs them after it.
+test: setup
+	@$(PYTEST) test
+
+# The edit loop: what starts no process (no node, no DDS peer, no mb-sim) and is not slow.
+test-fast: setup
+	@$(PYTEST) -m "not slow and not process" test
+
+# The long scenarios `make test` skips (marked slow): the example-robot-data corpus against Pinocchio,
+# Go1, Solo12 and G1 standing, the node audits (signals, recordings, hostile sources); CI runs them after it.
 test-slow: setup
-	@$(PY) -m pytest -q -m slow test/test_robot_corpus.py test/test_quadruped_standing.py test/test_humanoid_standing.py
+	@$(PYTEST) -m slow test
 
 # Benchmarks: MuJoCo (bench/requirements.txt) is installed here only, not by set-up (tests and CI do not
 # need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".  Then

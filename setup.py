@@ -27,6 +27,7 @@ PYPI_DEPENDENCIES = [
 SWEEP_DEPENDENCIES = ["dask>=2024.1", "distributed>=2024.1"]
 TEST_DEPENDENCIES = [
     "pytest>=7",
+    "pytest-xdist>=3.5",  # make test runs the suite on every core
     "catkin-pkg>=1.0",
     "colcon-common-extensions>=0.3",
     "pin>=3.0",

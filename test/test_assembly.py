@@ -84,8 +84,8 @@ def assembled(path: Path, cache_dir: Path, **initial: float) -> tuple[Simulator,
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("assembly_cache")
+def cache_dir(model_cache) -> Path:
+    return model_cache
 
 
 # -- (a) nothing given -----------------------------------------------------------------------------

@@ -36,8 +36,8 @@ def _pair_urdf(geometry_b: str, rpy_b: str = "0 0 0", pair: str = 'stiffness="10
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("body_contact_cache")
+def cache(model_cache):
+    return model_cache
 
 
 @pytest.mark.parametrize("geometry_b, rpy_b, contact_gap", [

@@ -5,7 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 MB_SIM = Path(sys.executable).parent / "mb-sim"
+
+#: The command line as a user runs it: a process per call.
+pytestmark = pytest.mark.process
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

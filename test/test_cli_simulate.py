@@ -26,9 +26,9 @@ INITIAL, INPUT = {"shoulder": 0.5, "elbow": -0.3}, {"elbow": 0.2}
 
 
 @pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory) -> Path:
-    """A compiled-model cache shared by this session's runs, so each robot compiles once."""
-    return tmp_path_factory.mktemp("mb_sim_cache")
+def cache_dir(model_cache) -> Path:
+    """The tests' shared compiled-model cache, so each robot compiles once."""
+    return model_cache
 
 
 @pytest.fixture(scope="session")

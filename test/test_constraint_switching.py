@@ -22,8 +22,8 @@ MIMIC = "finger_joint"
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("switch_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 @pytest.fixture(scope="module")

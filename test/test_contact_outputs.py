@@ -55,8 +55,8 @@ def _box_urdf(height: float) -> str:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("contact_cache")
+def cache(model_cache):
+    return model_cache
 
 
 def _simulator(tmp_path, cache, name: str, text: str) -> Simulator:

@@ -74,8 +74,8 @@ def critical_damping(stiffness: float, mass: float, points: int, exponent: float
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("contact_physics_cache")
+def cache_dir(model_cache) -> Path:
+    return model_cache
 
 
 @pytest.fixture(scope="module")

@@ -28,9 +28,9 @@ STATUS = re.compile(r"^sim\s+(?P<sim>[\d.]+) s \| real-time factor\s+(?P<factor>
 
 
 @pytest.fixture(scope="session")
-def sim_env(tmp_path_factory) -> dict[str, str]:
-    """Environment of the processes under test: a cache of compiled models private to this run."""
-    return {**os.environ, "MB_SIM_CACHE_DIR": str(tmp_path_factory.mktemp("mb_sim_cache"))}
+def sim_env(model_cache) -> dict[str, str]:
+    """Environment of the processes under test: the tests' shared cache of compiled models."""
+    return {**os.environ, "MB_SIM_CACHE_DIR": str(model_cache)}
 
 
 @pytest.fixture

@@ -259,8 +259,8 @@ def _closed_loop(repo, cache_dir, drive, duration: float, command_until: float):
     return np.array(samples)
 
 
-def test_the_loop_on_the_simulator_tracks_stops_and_its_odometry_matches(repo, tmp_path_factory, drive):
-    samples = _closed_loop(repo, tmp_path_factory.mktemp("dd_cache"), drive, duration=5.0, command_until=3.0)
+def test_the_loop_on_the_simulator_tracks_stops_and_its_odometry_matches(repo, model_cache, drive):
+    samples = _closed_loop(repo, model_cache, drive, duration=5.0, command_until=3.0)
     t, v, w = samples[:, 0], samples[:, 1], samples[:, 2]
     driving = (t >= 0.5) & (t < 3.0)
     assert np.all(np.abs(v[driving] - 0.5) <= 0.01) and np.all(np.abs(w[driving] - 0.3) <= 0.006)  # 2 %
@@ -460,13 +460,13 @@ def _yaw(orientation) -> float:
     return 2.0 * math.atan2(orientation.z, orientation.w)
 
 
-def test_controller_drives_the_simulated_robot_over_dds(repo, tmp_path_factory):
+def test_controller_drives_the_simulated_robot_over_dds(repo, model_cache):
     """mb_sim_node (diff_drive, world_frame odom, real time) and the controller as separate
     processes on sim time; a peer publishes /cmd_vel (0.5 m/s, 0.3 rad/s) at 20 Hz for 4 s of sim
     time, then stops.  Odometry tolerance: 0.1 mm measured 1e-6 m over 1.7 m; the only error is
     the controller's arc per /joint_states interval while the speeds change (the start, the stop),
     which grows with the interval squared: 25 times for a catch-up tick of 5 periods."""
-    env = {**os.environ, "MB_SIM_CACHE_DIR": str(tmp_path_factory.mktemp("mb_sim_cache")),
+    env = {**os.environ, "MB_SIM_CACHE_DIR": str(model_cache),
            "RCUTILS_LOGGING_BUFFERED_STREAM": "0", "PYTHONUNBUFFERED": "1"}
     peer = Peer("mb_sim_test_cmd_vel")
     description = peer.collect(String, "/robot_description", DESCRIPTION_QOS)

@@ -238,6 +238,7 @@ def run_snippet(snippet: Snippet, cwd: Path, namespace: dict) -> None:
         yaml.safe_load(snippet.text)
 
 
+@pytest.mark.process  # (its shell blocks run mb-sim, its processes blocks mb_sim_node)
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(REPO)))
 def test_the_snippets_of_a_document_run(path, workdir):
     snippets = snippets_of(path)

@@ -44,8 +44,8 @@ def run_time_parameters(eom) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("mb_sim_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 @pytest.mark.parametrize("name", ["arm6", "double_pendulum", "free_body", "ur5", "panda", "solo12"])

@@ -161,10 +161,10 @@ class Chain:
 
 
 @pytest.fixture(scope="module")
-def arm(tmp_path_factory) -> Simulator:
+def arm(tmp_path_factory, model_cache) -> Simulator:
     path = tmp_path_factory.mktemp("ft") / "arm.urdf"
     path.write_text(ARM)
-    return Simulator(path, dt=1e-4, cache_dir=tmp_path_factory.mktemp("cache"))
+    return Simulator(path, dt=1e-4, cache_dir=model_cache)
 
 
 POSE = {"j1": 0.7, "j2": -0.9, "j3": 1.3}
@@ -258,7 +258,7 @@ LEGS = ("FR", "FL", "RR", "RL")
 
 
 @pytest.fixture(scope="module")
-def go1(tmp_path_factory) -> tuple[Simulator, str]:
+def go1(tmp_path_factory, model_cache) -> tuple[Simulator, str]:
     """Go1 floating on the ground with a calf sensor (mb_sim, child_to_parent) and Gazebo sensors
     on the hips (SDFormat's default child_to_parent), held standing by PD efforts until at rest."""
     if not GO1.exists():
@@ -271,7 +271,7 @@ def go1(tmp_path_factory) -> tuple[Simulator, str]:
     path = tmp_path_factory.mktemp("go1") / "go1_ft.urdf"
     path.write_text(text)
     sim = Simulator(load_urdf(path, floating_base=True, ground=True), dt=1e-3,
-                    cache_dir=tmp_path_factory.mktemp("cache"))
+                    cache_dir=model_cache)
     pose = {f"{leg}_{part}_joint": value for leg in LEGS for part, value in (("hip", 0.0), ("thigh", 0.8),
                                                                                 ("calf", -1.5))}
     target = np.array(list(pose.values()))
@@ -285,6 +285,7 @@ def go1(tmp_path_factory) -> tuple[Simulator, str]:
     return sim, text
 
 
+@pytest.mark.slow
 def test_go1_calf_carries_the_foot_contact_and_the_hips_carry_the_trunk(go1) -> None:
     sim, text = go1
     chain = Chain(text)

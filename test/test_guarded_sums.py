@@ -73,13 +73,14 @@ SCENE = f"""<robot name="sums"><link name="world"/>
 
 
 @pytest.fixture(scope="module")
-def scene(tmp_path_factory):
+def scene(tmp_path_factory, model_cache):
     path = tmp_path_factory.mktemp("guarded") / "sums.urdf"
     path.write_text(SCENE)
-    cache = tmp_path_factory.mktemp("guarded_cache")
+    cache = model_cache
     return {backend: Simulator(path, cache_dir=cache, backend=backend) for backend in ("c", "numpy")}
 
 
+@pytest.mark.slow
 def test_accumulated_contact_sums_give_the_numpy_backends_accelerations(scene):
     """Some points in contact and some not, on the ground and between links, moving: the C (its
     sums accumulated, ``+=`` and ``-=``) and the NumPy backend agree on u' to 1e-12 relative."""

@@ -194,8 +194,8 @@ def check_contact_kinematics(sim: Simulator) -> None:
 
 # -- tests --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("humanoid_cache")
+def cache(model_cache) -> Path:
+    return model_cache
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +212,7 @@ def test_start_height_from_the_soles():
     assert 0.7 < touching_height() < 0.9
 
 
+@pytest.mark.slow
 def test_g1_stands_10s(g1: Simulator):
     """From touching, G1 settles within 4 s and stands 10 s: the figures of the module docstring."""
     restart(g1, touching_height())
@@ -220,6 +221,7 @@ def test_g1_stands_10s(g1: Simulator):
     check_contact_kinematics(g1)
 
 
+@pytest.mark.slow
 def test_g1_only_feet_touch(g1: Simulator):
     """``ground=FEET`` keeps the feet's 8 spheres and lists the other 28 shapes as skipped."""
     assert sorted({name.split("/")[1] for name in g1.model.contact_names}) == sorted(FEET)
@@ -227,6 +229,7 @@ def test_g1_only_feet_touch(g1: Simulator):
     assert len(g1.robot.skipped_collisions) == 28
 
 
+@pytest.mark.slow
 def test_a_softer_ground_sinks_by_the_formula(g1: Simulator):
     """Half the stiffness, the same joint loads: every sole sphere's penetration doubles (f_i = k
     d_i with f_i unchanged), the mean rises by m g / (n k), the base (rigid feet) sinks by an
@@ -340,6 +343,7 @@ def set_slope(sim: Simulator, degrees: float) -> None:
     sim.set_parameters({"gravity_g_x": GRAVITY * np.sin(slope), "gravity_g_z": -GRAVITY * np.cos(slope)})
 
 
+@pytest.mark.slow
 def test_g1_stands_with_stiction(cache: Path):
     """With stiction on its feet G1 stands 10 s to the same figures as on the regularized ground
     (after STICTION_SETTLE more settling), and on a 5 degree slope (tan a = 0.087 < mu = 1) its feet

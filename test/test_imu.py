@@ -121,8 +121,8 @@ FLOATING_ARM = """<robot name="imu_floating_arm">
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("imu_cache")
+def cache(model_cache) -> Path:
+    return model_cache
 
 
 @pytest.fixture(scope="module")

@@ -231,8 +231,8 @@ def test_info_lists_the_repairs_and_strict_refuses_in_one_line(tmp_path, capsys)
 # --- Dynamics against Pinocchio ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("mb_sim_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 REPAIRED_ARM = (

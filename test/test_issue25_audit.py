@@ -25,6 +25,9 @@ from mb_sim.urdf.xacro_expansion import expand_xacro, parse_xacro_args
 
 from test_node import NodeProcess, node_env, nodes, peer, shared_peer, wait_for_output  # noqa: F401
 
+#: hostile robot sources and hardware topics against real node processes: make test-slow
+pytestmark = pytest.mark.slow
+
 #: A YAML "billion laughs": each alias level nine times the one before, 9**12 items in all.
 ALIAS_BOMB = "{hinge: [&a0 [x, x, x, x, x, x, x, x, x]" + "".join(
     f", &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 13)) + "]}"

@@ -23,8 +23,8 @@ MB_SIM = Path(sys.executable).parent / "mb-sim"
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("linearize_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 def simulator(repo, cache_dir, name: str) -> Simulator:

@@ -32,8 +32,8 @@ SEED_TABLE = {
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("loop_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 @pytest.mark.parametrize("path", sorted(SEED_TABLE))

@@ -22,8 +22,8 @@ G = 9.81
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("loop_physics_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 def unit(phi):

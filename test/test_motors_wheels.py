@@ -186,8 +186,8 @@ def with_inductance(repo, inductance: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("motors_wheels_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 @pytest.fixture(scope="module")

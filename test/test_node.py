@@ -43,9 +43,9 @@ ARM6_START = {"shoulder_pan_joint": 0.4, "shoulder_lift_joint": -1.1, "elbow_joi
 
 # -- helpers ----------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def node_env(tmp_path_factory) -> dict[str, str]:
-    """Environment of the node processes: one model cache for the session, unbuffered logging."""
-    return {**os.environ, "MB_SIM_CACHE_DIR": str(tmp_path_factory.mktemp("mb_sim_cache")),
+def node_env(model_cache) -> dict[str, str]:
+    """Environment of the node processes: the tests' shared model cache, unbuffered logging."""
+    return {**os.environ, "MB_SIM_CACHE_DIR": str(model_cache),
             "RCUTILS_LOGGING_BUFFERED_STREAM": "0", "PYTHONUNBUFFERED": "1"}
 
 

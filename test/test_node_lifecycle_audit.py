@@ -28,6 +28,9 @@ from test_node import (  # noqa: F401
     NodeProcess, node_env, nodes, peer, shared_peer, stamp_of, start_node, wait_for_output,
 )
 
+#: signals in every state, budgets and long runs of real node processes: make test-slow
+pytestmark = pytest.mark.slow
+
 CONTROLLER = Path(sys.executable).parent / "mb_sim_lqr_controller"
 #: The issue's bound on the time from SIGINT/SIGTERM to the end of the process.
 EXIT_WITHIN = 2.0

@@ -414,8 +414,8 @@ SLIDER = """<robot name="skew_slider">
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("mb_sim_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 def _finite_difference_twist(sim: Simulator, link: str, h: float = 1e-3) -> tuple:

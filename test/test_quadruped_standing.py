@@ -35,6 +35,9 @@ from mb_sim.sim import Simulator
 from pinocchio_reference import example_robot_data_dir
 from test_node import node_env, nodes, peer, shared_peer, stamp_of  # noqa: F401
 
+#: Go1 and Solo12 compile with the ground in a minute each, cold: make test-slow
+pytestmark = pytest.mark.slow
+
 GO1 = example_robot_data_dir() / "go1_description" / "urdf" / "go1.urdf"
 GRAVITY = 9.81
 DT = 1e-3
@@ -202,9 +205,9 @@ def check_foot_kinematics(sim: Simulator, robot: Quadruped) -> None:
 
 # -- tests --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def go1_sim(tmp_path_factory) -> Simulator:
+def go1_sim(model_cache) -> Simulator:
     """Go1 with the ground, compiled once for the module."""
-    return standing_simulator(go1(), tmp_path_factory.mktemp("quadruped_cache"))
+    return standing_simulator(go1(), model_cache)
 
 
 def test_go1_stands_10s(go1_sim: Simulator):
@@ -226,10 +229,8 @@ def test_go1_feet_all_in_contact(go1_sim: Simulator):
 
 
 @pytest.mark.slow
-def test_go1_stands_60s(go1_sim: Simulator, request):
+def test_go1_stands_60s(go1_sim: Simulator):
     """The same for 60 s: no slow creep, no late runaway."""
-    if not request.config.option.markexpr:
-        pytest.skip("60 s of standing: run with -m slow")
     robot = go1()
     standing = stand(restart(go1_sim, robot), robot, 60.0)
     print(f"Go1 60 s: base height {standing.heights.mean():.5f} +- {standing.heights.std():.1e} m, foot drift "
@@ -239,12 +240,10 @@ def test_go1_stands_60s(go1_sim: Simulator, request):
 
 
 @pytest.mark.slow
-def test_solo12_stands_10s(tmp_path_factory, request):
+def test_solo12_stands_10s(model_cache):
     """Solo12 (mesh feet; a minute to compile) dropped from 2 cm stands as Go1 does."""
-    if not request.config.option.markexpr:
-        pytest.skip("Solo12 compiles in about a minute: run with -m slow")
     robot = solo12()
-    sim = standing_simulator(robot, tmp_path_factory.mktemp("solo12_cache"))
+    sim = standing_simulator(robot, model_cache)
     standing = stand(sim, robot, 10.0)
     print(f"Solo12 10 s: base height {standing.heights.mean():.5f} +- {standing.heights.std():.1e} m, foot drift "
           f"{np.linalg.norm(standing.feet[-1] - standing.feet[0], axis=1).max() * 1e3:.4f} mm")
@@ -405,8 +404,8 @@ def check_forces_balance_gravity(rows: dict[str, np.ndarray], g: np.ndarray) -> 
 
 
 @pytest.fixture(scope="module")
-def slope_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("slope_cache")
+def slope_cache(model_cache) -> Path:
+    return model_cache
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,9 @@ from test_node import NODE_EXE, START_TIMEOUT, NodeProcess, Peer, node_env, node
 from test_node import stamp_of, stop_node, wait_for_output
 from test_replay import replay
 
+#: recordings of real node processes failing every way: make test-slow
+pytestmark = pytest.mark.slow
+
 
 class OwnNode(NodeProcess):
     """A node process started in `cwd` (where ~/record puts its time-stamped files), with files it

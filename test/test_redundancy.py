@@ -29,8 +29,8 @@ FOLD_MOMENT = 0.1 * 0.5 + 0.05 * 0.25  # mass times distance of the centre from 
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("redundancy_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 def umbrella(repo, cache_dir) -> Simulator:

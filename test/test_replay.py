@@ -140,8 +140,8 @@ def pendulum_recording(path: Path, cache_dir: str, periods: int = 20) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("mb_sim_cache"))
+def cache_dir(model_cache) -> str:
+    return str(model_cache)
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +199,7 @@ def compared(out: str) -> int:
     return int(re.search(r"compared (\d+) joint states", out)[1])
 
 
+@pytest.mark.slow
 def test_a_recording_cut_at_any_byte_replays_up_to_where_it_ends(recording, replay_here, tmp_path):
     # A killed node leaves no summary: the replay read it with mcap's seeking reader, which needs
     # one, and failed (or a record cut in two raised struct.error / EndOfFile).
@@ -233,6 +234,7 @@ def test_a_recording_cut_at_any_byte_replays_up_to_where_it_ends(recording, repl
         assert largest(out) == 0.0, (offset, out)
 
 
+@pytest.mark.slow
 def test_flipped_bytes_give_at_most_one_line(recording, replay_here, tmp_path):
     # Flipped bytes reached struct.error, KeyError and UnicodeDecodeError tracebacks; chunks are
     # CRC-checked now, and what cannot be read ends the replay there with one line.

@@ -7,8 +7,8 @@ limits; joint damping, friction and stops are switched off at run time (Pinocchi
 
 Robots above ``DEFAULT_MAX_DOF`` degrees of freedom (floating base included) take minutes to derive
 and compile cold: they carry the ``slow`` marker and run with ``pytest -m slow``; without ``-m`` they
-are skipped.  All compiled models share one cache per session (variants of one topology compile
-once); ``MB_SIM_CORPUS_CACHE=<dir>`` keeps it between runs.  Cold times: ``bench/bench_corpus.py``.
+are skipped.  All compiled models share the tests' model cache (variants of one topology compile
+once); ``MB_SIM_CORPUS_CACHE=<dir>`` puts them elsewhere.  Cold times: ``bench/bench_corpus.py``.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ MOBILE = (
 #: DoF of each URDF joint type.
 JOINT_DOF = {"revolute": 1, "continuous": 1, "prismatic": 1, "planar": 3, "floating": 6}
 
-pytestmark = pytest.mark.filterwarnings("ignore::mb_sim.urdf.URDFWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::mb_sim.urdf.URDFWarning"), pytest.mark.slow]  # the whole corpus against Pinocchio (minutes cold; test_dynamics_vs_pinocchio keeps six robots in make test): make test-slow
 
 
 # --- The corpus ------------------------------------------------------------------------------------
@@ -149,11 +149,11 @@ def comparison_params() -> list:
 
 
 @pytest.fixture(scope="session")
-def corpus_cache(tmp_path_factory) -> Path:
-    """One model cache for the session, or the persistent ``$MB_SIM_CORPUS_CACHE``."""
+def corpus_cache(model_cache) -> Path:
+    """The tests' shared model cache (conftest's ``model_cache``), or ``$MB_SIM_CORPUS_CACHE``."""
     directory = os.environ.get("MB_SIM_CORPUS_CACHE")
     if not directory:
-        return tmp_path_factory.mktemp("corpus_cache")
+        return model_cache
     Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
     return Path(directory)
 
@@ -241,13 +241,11 @@ def errors_at_one_state(robot: Robot, compiled, model: pin.Model, params: np.nda
 
 
 @pytest.mark.parametrize("path", comparison_params())
-def test_dynamics_match_pinocchio(path: str, corpus_cache: Path, request):
+def test_dynamics_match_pinocchio(path: str, corpus_cache: Path):
     """M (crba, mapped through G), the forcing and u' with zero and with random efforts (aba; with
     mimic joints the constrained problem on Pinocchio's M and bias) agree to 1e-9 relative (u': or
     cond(M) x 1e-15).  Where a repair changed an inertia, Pinocchio's model gets the documented
     change (romeo_small's arms)."""
-    if request.node.get_closest_marker("slow") and not request.config.option.markexpr:
-        pytest.skip(f"{corpus_dof(path)} DoF > {DEFAULT_MAX_DOF}: slow to derive cold, run with -m slow")
     robot = load_corpus_robot(path)
     compiled = load_numeric_model(robot, cache_dir=corpus_cache)
     model = with_documented_repairs(pinocchio_model(corpus_xml(path)), robot)

@@ -62,8 +62,8 @@ class Snapshot:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("rolling_headings_cache")
+def cache_dir(model_cache) -> Path:
+    return model_cache
 
 
 @pytest.fixture(scope="module")

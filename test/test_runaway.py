@@ -27,6 +27,8 @@ from mb_sim.sim.runaway import ENERGY_CHECK_STEPS, ENERGY_TOLERANCE, MAX_TURN_PE
 REPO = Path(__file__).resolve().parent.parent
 MB_SIM = Path(sys.executable).parent / "mb-sim"
 SHIPPED = sorted([*REPO.glob("urdf/*.urdf"), *REPO.glob("test/urdf/*.urdf")])
+#: Shipped robots whose 10 s take long (20-30 s cold): make test-slow.
+HEAVY_SHIPPED = {"self_collision_arm6", "loop_two_bodies"}
 pytestmark = pytest.mark.filterwarnings("ignore::mb_sim.sim.EffortLimitWarning")
 
 
@@ -300,7 +302,8 @@ def generic_state(sim: Simulator) -> None:
     raise AssertionError(f"no generic state for {sim.robot.name}")
 
 
-@pytest.mark.parametrize("urdf", SHIPPED, ids=[p.stem for p in SHIPPED])
+@pytest.mark.parametrize("urdf", [pytest.param(p, marks=pytest.mark.slow) if p.stem in HEAVY_SHIPPED else p
+                                  for p in SHIPPED], ids=[p.stem for p in SHIPPED])
 def test_no_shipped_robot_is_a_runaway_in_10_s_unforced(urdf, cache_dir):
     """Every robot of urdf/ and test/urdf/, 10 s at 1 ms from a generic moving state with no
     input: no runaway, and the energy was watched the whole time."""

@@ -19,10 +19,10 @@ ARM6 = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joi
 
 
 @pytest.fixture(scope="module")
-def sim(repo, tmp_path_factory) -> Simulator:
+def sim(repo, model_cache) -> Simulator:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # effort limits missing from the test URDF
-        return Simulator(repo / "urdf" / "arm6.urdf", cache_dir=tmp_path_factory.mktemp("refresh_cache"))
+        return Simulator(repo / "urdf" / "arm6.urdf", cache_dir=model_cache)
 
 
 def rows(sim: Simulator) -> bytes:

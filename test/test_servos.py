@@ -21,8 +21,8 @@ ARM6 = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joi
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("servo_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 def simulator(repo, cache_dir, name: str, **options) -> Simulator:

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 from mcap.reader import make_reader
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mb_sim.resources import robot_path
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*has no effort limit")
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("session_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 @pytest.fixture
@@ -85,6 +86,25 @@ def test_stale_commands_are_announced_once(session, wall):
     session.current_inputs()
     session.current_inputs()
     assert heard.events == [("stale", {"joints": list(session.sim.actuated_joints), "motors": []})]
+
+
+def test_position_commands_hold_and_only_a_given_feed_forward_goes_stale(session, wall):
+    """README: effort commands expire after command_timeout, positions hold until the next command.
+    A position without an effort never times out (nothing to announce: the servo holds); one with a
+    feed-forward effort does, that effort falling to zero."""
+    heard = Heard(session)
+    joint = session.sim.actuated_joints[0]
+    session.command("joint_commands", JointState(name=[joint], position=[0.3]), now=wall[0])
+    wall[0] += 5.0
+    session.current_inputs()
+    assert heard.events == [] and not session.router.efforts.stale
+    assert session.sim.servos.mode(joint) == "position"
+    session.command("joint_commands", JointState(name=[joint], position=[0.3], effort=[0.7]), now=wall[0])
+    assert session.current_inputs()[0][0] == 0.7
+    wall[0] += 0.6
+    assert session.current_inputs()[0][0] == 0.0
+    assert heard.events == [("stale", {"joints": [joint], "motors": []})]
+    assert session.sim.servos.mode(joint) == "position"  # the reference still holds
 
 
 def test_divergence_stops_the_run_until_a_reset(session):

@@ -11,8 +11,8 @@ from mb_sim.sim import SimulationError, Simulator
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("sim_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 def downward_zero_crossings(times: np.ndarray, q: np.ndarray, qdot: np.ndarray) -> list[float]:

@@ -46,8 +46,8 @@ MIMIC = """<?xml version="1.0"?>
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("start_in_limits_cache")
+def cache_dir(model_cache) -> Path:
+    return model_cache
 
 
 def built(path: Path, cache_dir: Path, **options) -> tuple[Simulator, list[str]]:

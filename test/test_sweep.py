@@ -25,8 +25,8 @@ def _without_wall_time(rows):
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("sweep_cache"))
+def cache(model_cache):
+    return str(model_cache)
 
 
 def arm_spec(**changes) -> SweepSpec:

@@ -76,9 +76,9 @@ def robots_folder(source: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
+def cache_dir(model_cache) -> Path:
     """One compile cache for the module."""
-    return tmp_path_factory.mktemp("third_party_cache")
+    return model_cache
 
 
 def load(case: Case, cache_dir: Path) -> Simulator:

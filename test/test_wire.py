@@ -25,8 +25,8 @@ from mb_sim.sim.frames import EdgePoses, base_twist_function, edge_poses, frame_
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("wire_cache")
+def cache_dir(model_cache):
+    return model_cache
 
 
 def test_quaternions_match_transforms3d_for_every_kind_of_rotation():

@@ -31,8 +31,8 @@ ARM_START = {"shoulder": 0.7, "elbow": -0.4}
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("xacro_cache")
+def cache(model_cache) -> Path:
+    return model_cache
 
 
 def trajectory(sim: Simulator, duration: float = 0.5) -> np.ndarray:

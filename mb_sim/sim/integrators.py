@@ -134,9 +134,10 @@ class AdaptiveSciPy:
             return np.concatenate([b.qdot, b.udot, b.zdot])
 
         sim.runaway.begin(t0)
-        try:
-            solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.method,
-                                 rtol=sim.rtol, atol=sim.atol)
+        try:  # a rejected trial (an infinite rate) is the solver's to handle, whatever the caller's error state
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.method,
+                                     rtol=sim.rtol, atol=sim.atol)
         except KeyboardInterrupt:  # the buffers hold a trial stage: back to the start
             load(start)
             raise
