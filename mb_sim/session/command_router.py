@@ -115,7 +115,8 @@ class CommandRouter:
                 servos.hold_velocity(joint, command.velocity, t)
             else:
                 servos.release(joint)
-        self.efforts.set_some({joint: c.effort for joint, c in commands.items()}, now)
+        self.efforts.set_some({joint: c.effort for joint, c in commands.items()}, now,
+                              held={joint for joint, c in commands.items() if not c.effort_given})
 
     def _on_voltage_commands(self, message, now: float) -> None:
         self.voltages.set_all(voltage_array(message.data, self.sim.motors), now)
@@ -143,7 +144,7 @@ class CommandRouter:
             raise CommandError("past", str(err)) from None
         for joint, segments in plans.items():
             self.sim.servos.follow(joint, segments)
-        self.efforts.set_some(dict.fromkeys(plans, 0.0), now)
+        self.efforts.set_some(dict.fromkeys(plans, 0.0), now, held=plans)
 
     def current(self, now: float) -> tuple[tuple[np.ndarray, np.ndarray], list[str], list[str]]:
         """The (efforts, voltages) to apply at `now`, and the joints and motors whose command just

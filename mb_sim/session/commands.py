@@ -145,13 +145,14 @@ def joint_efforts(names: Sequence[str], efforts: Sequence[float], joints: Sequen
 @dataclass(frozen=True)
 class JointCommand:
     """One joint's command: ``mode`` "effort", "position" or "velocity"; ``effort`` the effort or
-    the servo's feed-forward (0 when not given), ``velocity`` the velocity reference (0 when not
-    given for a position)."""
+    the servo's feed-forward (0 when not given: ``effort_given`` False), ``velocity`` the velocity
+    reference (0 when not given for a position)."""
 
     mode: str
     position: float = 0.0
     velocity: float = 0.0
     effort: float = 0.0
+    effort_given: bool = False
 
 
 def _interface(values: Sequence[float], names: Sequence[str], field: str) -> np.ndarray | None:
@@ -204,9 +205,9 @@ def _select(names: list[str], position, velocity, effort, servoed: set[str]) -> 
             v = float(velocity[k]) if _given(velocity, k) else 0.0
             mode = "position" if _given(position, k) else "velocity"
             p = float(position[k]) if mode == "position" else 0.0
-            commands[name] = JointCommand(mode, p, v, feed_forward)
+            commands[name] = JointCommand(mode, p, v, feed_forward, _given(effort, k))
         elif _given(effort, k):
-            commands[name] = JointCommand("effort", effort=feed_forward)
+            commands[name] = JointCommand("effort", effort=feed_forward, effort_given=True)
         else:
             empty.append(name)
     if unservoed:
@@ -323,7 +324,8 @@ class TimedCommands:
     (wall time, seconds).
 
     A command older than `timeout` seconds is stale: its value falls back to zero (``timeout == 0``
-    keeps commands forever).
+    keeps commands forever).  A value set as *held* (a servo's zero feed-forward where a position,
+    velocity or trajectory command gave none) never goes stale: what holds is the servo's reference.
     """
 
     def __init__(self, names: Sequence[str], timeout: float) -> None:
@@ -335,6 +337,7 @@ class TimedCommands:
         self._values = np.zeros(n)
         self._received = np.full(n, -math.inf)
         self._timed_out = np.zeros(n, dtype=bool)  # the last command timed out
+        self._expires = np.ones(n, dtype=bool)  # the last command goes stale after the timeout
 
     @property
     def joints(self) -> list[str]:
@@ -346,24 +349,28 @@ class TimedCommands:
         self._values[:] = values
         self._received[:] = now
         self._timed_out[:] = False
+        self._expires[:] = True
 
-    def set_some(self, values: Mapping[str, float], now: float) -> None:
-        """Commands for the named inputs (already validated); the others are unchanged."""
+    def set_some(self, values: Mapping[str, float], now: float, held: Collection[str] = ()) -> None:
+        """Commands for the named inputs (already validated); the others are unchanged.  Those in
+        `held` never go stale."""
         for name, value in values.items():
             k = self._index[name]
             self._values[k], self._received[k], self._timed_out[k] = value, now, False
+            self._expires[k] = name not in held
 
     def clear(self) -> None:
         """No command at all (after a reset)."""
         self._values[:] = 0.0
         self._received[:] = -math.inf
         self._timed_out[:] = False
+        self._expires[:] = True
 
     def current(self, now: float) -> tuple[np.ndarray, list[str]]:
         """The values to apply at `now`, and the inputs whose command timed out just now."""
         expired: list[str] = []
         if self.timeout > 0:
-            live = np.isfinite(self._received) & ~self._timed_out  # a command holds, not timed out
+            live = np.isfinite(self._received) & ~self._timed_out & self._expires  # not timed out yet
             old = live & (now - self._received > self.timeout)
             if old.any():
                 self._values[old] = 0.0
