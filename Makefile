@@ -26,8 +26,9 @@ test-fast: setup
 
 # The long scenarios `make test` skips (marked slow): the example-robot-data corpus against Pinocchio,
 # Go1, Solo12 and G1 standing, the node audits (signals, recordings, hostile sources); CI runs them after it.
+# Work stealing, not a module per worker: the corpus module alone is most of the work.
 test-slow: setup
-	@$(PYTEST) -m slow test
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m slow test
 
 # Benchmarks: MuJoCo (bench/requirements.txt) is installed here only, not by set-up (tests and CI do not
 # need it).  Writes bench/results/latest.json and latest.md; BENCH_ARGS="--quick" or "--humanoids".  Then

@@ -329,6 +329,7 @@ HYQ = (Path(__file__).resolve().parent.parent / ".venv/lib/python3.11/site-packa
        "example-robot-data/robots/hyq_description/robots/hyq_no_sensors.urdf")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HYQ.is_file(), reason="example-robot-data not installed")
 def test_third_party_gazebo_imu_in_free_fall_reads_zero(cache):
     """HyQ's own <gazebo reference="trunk_imu"><sensor type="imu">, floating base, dropped at rest

@@ -280,7 +280,7 @@ def weld_statics(body_rotation):
     return -weight, -np.cross(arm, weight), origin
 
 
-@pytest.mark.parametrize("rpy", [None, WELD_RPY], ids=["J-is-world", "J-and-C-turned"])
+@pytest.mark.parametrize("rpy", [None, pytest.param(WELD_RPY, marks=pytest.mark.slow)], ids=["J-is-world", "J-and-C-turned"])
 def test_a_welded_body_at_rest_hangs_on_its_loop_joint(repo, cache_dir, rpy):
     """Zero DoF: the body does not accelerate, and the reaction on it at C is its weight, upwards,
     with the torque about C that cancels gravity's moment about C, in J's axes (turned by the

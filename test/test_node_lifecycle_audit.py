@@ -331,7 +331,7 @@ def test_an_interrupted_compiler_leaves_no_process_of_its_group_behind(tmp_path)
             assert time.monotonic() < deadline, "the stand-in compiler never started"
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
-        assert process.communicate(timeout=10)[0] == "interrupted\n"
+        assert process.communicate(timeout=30)[0] == "interrupted\n"
     finally:
         if process.poll() is None:
             process.kill()

@@ -64,7 +64,8 @@ def test_eom_temporaries_on_request():
 
 @pytest.mark.parametrize("robot, expected", [
     ("arm6", [r"q_{\mathrm{shoulder\_pan\_joint}}", r"\tau_{\mathrm{elbow\_joint}}", r"m_{\mathrm{forearm\_link}}"]),
-    ("four_bar", [r"q_{\mathrm{crank\_joint}}", r"\mathrm{com\_x}_{\mathrm{coupler}}"]),
+    pytest.param("four_bar", [r"q_{\mathrm{crank\_joint}}", r"\mathrm{com\_x}_{\mathrm{coupler}}"],
+                 marks=pytest.mark.slow),  # (its LaTeX takes 15-20 s)
     ("diff_drive", [r"\theta_{\mathrm{base\_joint}}", r"v_{\mathrm{right\_motor}}", r"i_{\mathrm{left\_motor}}"]),
 ])
 def test_latex_keeps_symbol_names_readable(robot, expected):

@@ -143,9 +143,11 @@ def test_loads_or_is_refused_for_its_listed_reason(path: str):
 # --- Dynamics against Pinocchio --------------------------------------------------------------------
 
 def comparison_params() -> list:
-    """The loadable files, heavy ones (above DEFAULT_MAX_DOF) marked slow."""
-    return [pytest.param(p, marks=[pytest.mark.slow] if corpus_dof(p) > DEFAULT_MAX_DOF else [])
-            for p in FILES if p not in REFUSED]
+    """The loadable files, heavy ones (above DEFAULT_MAX_DOF) marked slow, the most DoF first: the
+    workers of a parallel run take the longest derivations and compiles first, so none is left
+    with a humanoid while the others are done."""
+    files = sorted((p for p in FILES if p not in REFUSED), key=lambda p: -corpus_dof(p))
+    return [pytest.param(p, marks=[pytest.mark.slow] if corpus_dof(p) > DEFAULT_MAX_DOF else []) for p in files]
 
 
 @pytest.fixture(scope="session")

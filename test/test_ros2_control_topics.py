@@ -222,6 +222,7 @@ def test_a_ros2_control_element_mb_sim_cannot_serve_is_one_line(repo, nodes, nod
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_in_lockstep_each_controller_period_is_one_publish_period_and_replays(repo, nodes, peer, node_env, tmp_path):
     """With trigger_joint_command_threshold -1 the hardware sends every update; in lockstep each
     command advances exactly one publish period (10 steps of 1 ms) and nothing else does; the

@@ -123,6 +123,7 @@ def test_bad_values_are_one_line(field, value, says):
     assert says in str(err.value)
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_one_line(cache):
     with pytest.raises(SweepError) as err:
         run_sweep(arm_spec(), backend="dask", address="tcp://127.0.0.1:9", progress=False, cache_dir=cache)
