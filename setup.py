@@ -21,6 +21,8 @@ PYPI_DEPENDENCIES = [
     "mcap>=1.1",
     "mcap-ros2-support>=0.5",
     "xacro>=2.0",  # .xacro robots (mb_sim.urdf.xacro_expansion)
+    "trimesh>=4.0",  # collision meshes other than STL and OBJ (mb_sim.urdf.meshes)
+    "pycollada>=0.8",  # ... Collada (.dae), common in ROS packages, through trimesh
 ]
 # Sweeps on a Dask cluster (mb_sim.sweep, backend="dask"): from PyPI (rosdep has no keys for them);
 # set-up installs them, and the local backend needs neither.
@@ -28,6 +30,8 @@ SWEEP_DEPENDENCIES = ["dask>=2024.1", "distributed>=2024.1"]
 TEST_DEPENDENCIES = [
     "pytest>=7",
     "pytest-xdist>=3.5",  # make test runs the suite on every core
+    "jvrc-description>=1.0",  # JVRC-1, a humanoid with Collada meshes (test/test_friction.py)
+    "upkie-description>=2.0",  # Upkie: pybullet <contact> tags, a start inside the ground (test/test_friction.py)
     "catkin-pkg>=1.0",
     "colcon-common-extensions>=0.3",
     "pin>=3.0",

@@ -85,16 +85,17 @@ def urdf_dir(tmp_path_factory) -> Path:
     r = BALL_RADIUS
     (folder / "ball.urdf").write_text(floating_urdf(
         "ball", f'<sphere radius="{r}"/>', BALL_MASS, (0.4 * BALL_MASS * r * r,) * 3,
-        f'stiffness="{BALL_STIFFNESS}" damping="0" friction="0.5" stick_velocity="0.01"'))
+        f'stiffness="{BALL_STIFFNESS}" damping="0" friction="0.5" stick_velocity="0.01" stiction="false"'))
     box_damping = critical_damping(BOX_STIFFNESS, BOX_MASS, 4, ratio=0.5)
     box_ground = f'stiffness="{BOX_STIFFNESS}" damping="{box_damping:.6g}" friction="0.5" stick_velocity="0.01"'
+    regularized = ' stiction="false"'  # the law the closed forms below are of (stiction is the default)
     size = " ".join(str(s) for s in BOX_SIZE)
     (folder / "box.urdf").write_text(floating_urdf(
-        "box", f'<box size="{size}"/>', BOX_MASS, box_inertia(BOX_MASS, BOX_SIZE), box_ground))
+        "box", f'<box size="{size}"/>', BOX_MASS, box_inertia(BOX_MASS, BOX_SIZE), box_ground + regularized))
     normal = f"{-math.sin(SLOPE):.15g} 0 {math.cos(SLOPE):.15g}"
     (folder / "slope.urdf").write_text(floating_urdf(
         "slope", f'<box size="{size}"/>', BOX_MASS, box_inertia(BOX_MASS, BOX_SIZE),
-        f'normal="{normal}" ' + box_ground))
+        f'normal="{normal}" ' + box_ground + regularized))
     for name, ground in (("box", box_ground), ("slope", f'normal="{normal}" ' + box_ground)):  # the stiction option
         (folder / f"{name}_stiction.urdf").write_text(floating_urdf(
             f"{name}_stiction", f'<box size="{size}"/>', BOX_MASS, box_inertia(BOX_MASS, BOX_SIZE),
@@ -107,13 +108,13 @@ def urdf_dir(tmp_path_factory) -> Path:
     (folder / "cylinder.urdf").write_text(floating_urdf(
         "cylinder", f'<cylinder radius="{cr}" length="{cl}"/>', m, (side, side, m * cr * cr / 2),
         f'stiffness="{CYLINDER_STIFFNESS}" damping="{critical_damping(CYLINDER_STIFFNESS, m, 2, ratio=0.5):.6g}" '
-        'friction="0.5" stick_velocity="0.01"'))
+        'friction="0.5" stick_velocity="0.01" stiction="false"'))
     cr, cl, side = CAPSULE_RADIUS, CAPSULE_LENGTH, 0.005  # rolling needs only the axial moment
     (folder / "capsule.urdf").write_text(floating_urdf(
         "capsule", f'<capsule radius="{cr}" length="{cl}"/>', CAPSULE_MASS, (side, side, CAPSULE_AXIAL_INERTIA),
         f'stiffness="{CYLINDER_STIFFNESS}" '
         f'damping="{critical_damping(CYLINDER_STIFFNESS, CAPSULE_MASS, 2, ratio=0.5):.6g}" '
-        'friction="0.5" stick_velocity="0.01"'))
+        'friction="0.5" stick_velocity="0.01" stiction="false"'))
     return folder
 
 

@@ -111,8 +111,15 @@ def touching_height() -> float:
 
 # -- the simulation -----------------------------------------------------------------------------
 def humanoid(cache: Path, ground: bool | tuple[str, ...] = FEET) -> Simulator:
-    """G1 at 1 ms with the ground under its feet (or none), the defaults otherwise."""
-    return Simulator(load_urdf(G1, floating_base=True, ground=ground), dt=DT, cache_dir=cache)
+    """G1 at 1 ms with the ground under its feet (or none), the defaults otherwise but the
+    regularized friction law (``stiction="false"``: the module docstring's figures; the default,
+    stiction, is tested below, where the body's sway takes STICTION_SETTLE longer to die out)."""
+    if ground != FEET:
+        return Simulator(load_urdf(G1, floating_base=True, ground=ground), dt=DT, cache_dir=cache)
+    xml = G1.read_text()
+    end = xml.rindex("</robot>")
+    extension = f'<mb_sim><ground links="{" ".join(FEET)}" stiction="false"/></mb_sim>'
+    return Simulator(load_urdf(xml[:end] + extension + xml[end:], floating_base=True), dt=DT, cache_dir=cache)
 
 
 def restart(sim: Simulator, height: float) -> None:

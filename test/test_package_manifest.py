@@ -35,7 +35,8 @@ def test_package_xml_lists_every_dependency(repo):
 ROSDEP_KEYS = {"sympy": "python3-sympy", "numpy": "python3-numpy", "scipy": "python3-scipy",
                "transforms3d": "python3-transforms3d", "urdf-parser-py": "urdfdom_py", "PyYAML": "python3-yaml",
                "matplotlib": "python3-matplotlib", "mcap": "mcap-ros2-support",
-               "mcap-ros2-support": "mcap-ros2-support", "xacro": "xacro"}
+               "mcap-ros2-support": "mcap-ros2-support", "xacro": "xacro", "trimesh": "python3-trimesh-pip",
+               "pycollada": "python3-collada"}
 
 
 def test_every_pypi_dependency_has_its_rosdep_key(repo):

@@ -120,6 +120,11 @@ def _contact_report(robot: Robot) -> list[str]:
             given, remark = defaults.get(symbol_name(symbol)[len(name) + 1:], (0.0, ""))
             origin = remark if given is None else ""
             lines.append(f"  {symbol_name(symbol)} = {value:g}{origin}: {ground.descriptions.get(symbol, '')}")
+        friction = "stiction (a sticking point per contact point)" if ground.anchors else \
+            "regularized (stiction=\"false\")"
+        lines.append(f"  Friction: {friction}")
+        for link, notes in ground.link_notes.items():
+            lines.append(f"  Link '{link}': " + "; ".join(notes))
         shapes = ground.shape_features()
         lines.append(f"  Collision shapes used ({len(shapes)}, {len(ground.features)} contact points):")
         for shape, features in shapes:

@@ -7,8 +7,10 @@ segment), ``P`` the feature's centre, the normal ``n = (P - C) / |P - C|`` (from
 feature), the penetration ``d = r_feature + r_target - |P - C|`` and the contact point
 ``x = P - r_feature n``, the force on the feature's link at x is the ground's law (Hunt-Crossley
 normal force, regularized Coulomb friction) with the velocity of x on the feature's link
-relative to the target's; the target's link gets the opposite force at x.  Each feature-target
-pair is guarded by one test of the two shapes' bounding spheres.
+relative to the target's; the target's link gets the opposite force at x.  Friction is held by a
+sticking point per check, anchored on the target's link (:mod:`mb_sim.model.stiction`; the
+default of ``<contact_pair>``, ``stiction="false"`` gives the regularized law; ``<self_collision>``
+is regularized).  Each feature-target pair is guarded by one test of the two shapes' bounding spheres.
 
 Each touching pair is checked once (a sphere against a sphere from link1's side; a sphere against
 a capsule, not the capsule's ends against the sphere); two capsules' ends are checked against the
@@ -27,10 +29,14 @@ import numpy as np
 from sympy import Float, Matrix, Max, Min, sqrt
 from sympy.physics.mechanics import System
 
+from sympy import Expr, S
+
 from mb_sim.model.base import ConnectionBase
-from mb_sim.model.contact import (
-    ContactFeature, _guard, bounding_sphere, contact_features, contact_force, contact_parameters, default_parameters,
+from mb_sim.model.contact import ContactFeature, _guard, bounding_sphere, contact_features
+from mb_sim.model.contact_law import (
+    ContactLaw, contact_energy, contact_force, contact_parameters, default_parameters, stiction_parameters,
 )
+from mb_sim.model.stiction import anchor_states, anchor_update, define_stiction, plain, stiction_force
 from mb_sim.urdf import CollisionDescription, ContactPairDescription
 from mb_sim.urdf.description import SelfCollisionDescription
 
@@ -65,7 +71,18 @@ class BodyContact(ConnectionBase):
         self.checks: list[tuple[CollisionDescription, ContactFeature, CollisionDescription]] = [
             check for _, group in self.groups for _, _, checks in group for check in checks]
         self.features = [ContactFeature(f"{f.name}@{t.link}/{t.index}", f.centre, f.radius) for _, f, t in self.checks]
+        self.stiction = bool(getattr(description, "stiction", False))
+        self._defaults.update(stiction_parameters(mass, gravity, description.stiffness, description.exponent, lightest))
         self.rows: list[Matrix] = []
+        #: With stiction: per check its anchor (3 states in the target link's axes), friction term
+        #: and frame (the target's link); after the derivation the anchors' rates and values after a
+        #: step (plain symbols), the tangential springs' energy.
+        self.anchors: list[Matrix] = []
+        self.anchor_frictions: list[Expr] = []
+        self.anchor_frames: list[str | None] = []
+        self.anchor_rates: dict = {}
+        self.anchor_updates: dict = {}
+        self.stiction_energy: Expr = S.Zero
 
     def resolve(self, links: dict, joints: dict) -> None:
         """Nothing to look up: shapes name their links (checked by the URDF reader)."""
@@ -80,6 +97,22 @@ class BodyContact(ConnectionBase):
                                   "damping": value(pair.damping, "damping"), "exponent": pair.exponent,
                                   "friction": pair.friction,
                                   "stick_velocity": value(pair.stick_velocity, "stick_velocity")}, owner)
+        stiction = ()
+        if self.stiction:
+            stiction = self.k_t, self.c_t = define_stiction(self, {"stiction_stiffness": pair.stiction_stiffness,
+                                              "stiction_damping": pair.stiction_damping}, self._defaults, owner)
+            self.anchors = anchor_states(self, self.features, "target link")
+            self.anchor_frictions = [self.mu] * len(self.features)
+            self.anchor_frames = [target.link for _, _, target in self.checks]
+        self.law_of_pair = ContactLaw(self.k, self.c, self.p, self.mu, self.v_s, *stiction)
+
+    def electrical_states(self) -> list[tuple[Expr, Expr, Expr]]:
+        """With stiction, the anchors: ``(state, rate, 0)`` (rates known after the contact loads)."""
+        return [(state, self.anchor_rates.get(state, S.Zero), S.Zero) for anchor in self.anchors for state in anchor]
+
+    def elastic_energy(self) -> Expr:
+        """The energy stored in the contacts (after the derivation's contact loads)."""
+        return contact_energy(self.law_of_pair, [row[6] for row in self.rows]) + self.stiction_energy
 
     def kinematic_loads(self, link_state, reference: Matrix, temps) -> list[tuple[str, Matrix, Matrix]]:
         """``(link, force, torque about reference)`` on both links of every shape pair (see
@@ -88,7 +121,8 @@ class BodyContact(ConnectionBase):
         The broad phase: a link pair with several shape pairs sits behind one test of the two
         links' bounding spheres (of their shapes in the pair), and each shape pair behind one test
         of its two shapes' bounding spheres, so links far apart cost one distance test."""
-        loads, self.rows = [], []
+        loads, self.rows, self.anchor_rates, self.anchor_updates, self.stiction_energy = [], [], {}, {}, S.Zero
+        self._anchor_iter = iter(self.anchors)
         for (link1, link2), group in self.groups:
             outer = None
             if len(group) > 1:
@@ -109,19 +143,25 @@ class BodyContact(ConnectionBase):
         clearance = _clearance(link_state, (first.link, second.link), spheres, outer, temps,
                                f"bounding spheres of {label}")
         guarded = _guard(clearance < 0, temps)
-        motion = {}  # per link: R, p, origin velocity and angular velocity (world)
+        motion, frames = {}, {}  # per link: R, p, origin velocity and angular velocity (world)
         for link in (first.link, second.link):
             R, p, v, w = link_state(link)
+            frames[link] = (R, p)
             motion[link] = (R, p, guarded(R * v, f"velocity of {link}'s origin (world)"),
                             guarded(R * w, f"angular velocity of {link} (world)"))
         geometry = [self._check_geometry(check, motion, guarded) for check in checks]  # one run: one test
         force, torque = Matrix([0, 0, 0]), Matrix([0, 0, 0])  # on the first shape's link
-        for (shape, _, target), (name, x, n, d) in zip(checks, geometry):
+        law = self.law_of_pair
+        for (shape, feature, target), (name, x, n, d) in zip(checks, geometry):
             (_, p1, v1, w1), (_, p2, v2, w2) = motion[shape.link], motion[target.link]
             touching = _guard(d > 0, temps)
             relative = touching((v1 + _cross(w1, x - p1)) - (v2 + _cross(w2, x - p2)),
                                 f"relative velocity at the contact point of {name} (world)")
-            rate, f_n, f = contact_force(self, n, d, relative, touching, name)
+            anchor = next(self._anchor_iter, None)
+            rate, f_n, f = contact_force(law, n, d, relative, touching, name, friction=anchor is None)
+            if anchor is not None:
+                f = self._held(law, (shape, feature, target), anchor, (x, n, d, f_n, relative), motion, frames,
+                               touching, guarded.temps, name)
             sign = 1 if shape is first else -1
             force += sign * f
             torque += sign * touching(_cross(x - reference, f), f"moment of the contact force of {name} "
@@ -130,6 +170,29 @@ class BodyContact(ConnectionBase):
         force = guarded(force, f"contact force of {label} on {first.link}")
         torque = guarded(torque, f"contact torque of {label} on {first.link} about the reference point")
         return [(first.link, force, torque), (second.link, -force, -torque)]
+
+    def _held(self, law: ContactLaw, check: tuple, anchor: Matrix, contact: tuple, motion: dict, frames: dict,
+              touching, temps, name: str) -> Matrix:
+        """The force of a check held by its anchor (fixed in the target's link; the stiction law),
+        the anchor's rate (a rolling feature's contact point moving over its material relative to
+        the target: ``R^T ((w - w_t) x (c - x))``) and its value after a step."""
+        shape, feature, target = check
+        x, n, d, f_n, relative = contact
+        (R1, p1, _, w1), (R2, p2, _, w2) = motion[shape.link], motion[target.link]
+        if feature.radius:
+            centre = p1 + R1 * Matrix(feature.centre)
+            rolling = touching(R2.T * _cross(w1 - w2, centre - x),
+                               f"motion of the contact point of {name} over its feature's link (target axes)")
+            self.anchor_rates.update(zip(anchor, rolling))
+        else:
+            self.anchor_rates.update(dict.fromkeys(anchor, S.Zero))
+        a = Matrix([plain(s) for s in anchor])
+        held = touching(p2 + R2 * a, f"anchor of {name} (world)")
+        slide = touching(relative - _dot(n, relative) * n, f"slip velocity of {name} (world)")
+        f, energy = stiction_force(law, x, held, slide, n, f_n, touching, name)
+        self.stiction_energy += energy
+        self.anchor_updates.update(anchor_update(law, anchor, x, n, d, f_n, frames[target.link], temps, name))
+        return f
 
     def signature(self) -> str:
         """What the derivation reads besides the parameters: every check's feature and target."""

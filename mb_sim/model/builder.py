@@ -13,6 +13,7 @@ from mb_sim.model.base import ComponentError, ConnectionBase, LoadGroupBase
 from mb_sim.model.closures import CoordinateConstraint, LoopJoint
 from mb_sim.model.body_contact import BodyContact
 from mb_sim.model.contact import GroundContact
+from mb_sim.model.contact_law import SUPPORTS, stable_link_values
 from mb_sim.model.joints import JOINT_CLASSES, JointBase, PrismaticJoint, RevoluteJoint
 from mb_sim.model.link import RigidLink
 from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring
@@ -125,7 +126,11 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
                   and (extensions.ground.links is None or c.link in extensions.ground.links)]  # paired links' shapes are read too
         light = (contact_effective_mass(shapes, description.links, description.joints)
                  or _lightest_body(description, shapes))
-        connections.append(GroundContact(extensions.ground, shapes, mass, gravity, light))
+        ground = GroundContact(extensions.ground, shapes, mass, gravity, light,
+                               _link_values(description, shapes, mass * gravity))
+        ground.link_notes = {link: (*c.read, *(f"not simulated: {line}" for line in c.ignored))
+                             for link, c in extensions.link_contacts.items() if link in ground.link_values}
+        connections.append(ground)
     connections += [BodyContact(pair, description.collisions, mass, gravity,
                                 _lightest_body(description, [c for c in description.collisions
                                                              if c.link in (pair.link1, pair.link2)]))
@@ -133,6 +138,24 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
     if extensions.self_collision is not None:
         connections.append(_self_collision(description, mass, gravity))
     return connections
+
+
+def _link_values(description: RobotDescription, shapes: list, weight: float) -> dict[str, dict[str, float]]:
+    """The contact parameters each link of `shapes` gives (:class:`LinkContactDescription`), a
+    stiffness or linear damping RK4 cannot take at 1 ms on the link's lightest contact point
+    brought down to what it takes, with a warning naming the link (Gazebo's ``kp`` 5e5 N/m on a
+    small wheel)."""
+    values = {}
+    exponent = description.extensions.ground.exponent
+    for link, contact in description.extensions.link_contacts.items():
+        own = [shape for shape in shapes if shape.link == link]
+        if not own:
+            continue
+        lightest = contact_effective_mass(own, description.links, description.joints) or 0.0
+        values[link], notes = stable_link_values(contact.given(), lightest, exponent, weight / SUPPORTS)
+        for note in notes:
+            warn_user(f"{description.source}: link '{link}' contact {note} (set_parameters changes it)", URDFWarning)
+    return values
 
 
 def _self_collision(description: RobotDescription, mass: float, gravity: float) -> BodyContact:

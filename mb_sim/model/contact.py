@@ -11,22 +11,14 @@ plane ``n . x = h``, the penetration ``d = h - n . x`` and its rate ``d' = -n . 
 of the material point at x), the force on the link at x is
 
     f_n = k d^p (1 + c d')     where d > 0 and 1 + c d' > 0, else 0     (Hunt and Crossley)
-    f   = f_n n - mu f_n v_t / sqrt(|v_t|^2 + v_s^2)       (v_t = v - (n . v) n)
 
-so ``|f_t| <= mu f_n`` always (the friction cone) and friction is Coulomb's beyond the stick
-velocity v_s, viscous below it.  All of h, k, c, p, mu, v_s are parameters of the ground (symbols,
-changeable at run time); defaults from the robot (:func:`default_parameters`).
-
-With ``<ground stiction="true">`` friction instead holds each contact point to an *anchor* a (its
-sticking point, world axes, three states per feature: Exudyn's contact): within a step
-
-    F   = -k_t (x - a)_t - c_t v_t,        f_t = F min(1, mu f_n / |F|)          (touching; else 0)
-
-so sliding friction is exactly ``mu f_n`` and sticking holds with a deflection ``|F| / k_t``; after
-each step (:meth:`GroundContact.anchor_updates`, the runtime's ``mb_finish_step``) a touching
-point keeps its anchor while ``k_t |(x - a)_t| <= mu f_n``, beyond it the anchor is dragged along
-to the cone's edge, and a point off the ground has its anchor at itself.  An anchor moves within
-a step only as the contact point moves over the material (a rolling sphere: ``w x (c - x)``).
+and friction holds each contact point to an *anchor* (stiction, the default: exact Coulomb, see
+:mod:`mb_sim.model.stiction`), or with ``<ground stiction="false">`` is the regularized law
+``f_t = -mu f_n v_t / sqrt(|v_t|^2 + v_s^2)`` (:mod:`mb_sim.model.contact_law`, which also has the
+linear damping, rolling and spinning friction a URDF may give a link).  All of h, k, c, p, mu,
+v_s, k_t, c_t are parameters of the ground (symbols, changeable at run time), defaults from the
+robot (:func:`~mb_sim.model.contact_law.default_parameters`); a link's own parameters
+(``<mb_sim><contact>``, Gazebo's and pybullet's tags) are symbols of their own.
 
 The forces are written in terms of the links' kinematics by the derivation
 (:meth:`GroundContact.kinematic_loads`), each shape's behind one test of its bounding sphere
@@ -34,111 +26,70 @@ against the plane, so a shape far from the ground costs one dot product per eval
 """
 from __future__ import annotations
 
-import math
-from sympy import Expr, Float, Integer, Matrix, Max, Piecewise, S, Symbol, sqrt
+from sympy import Abs, Expr, Float, Integer, Matrix, Piecewise, S, sqrt
 from sympy.physics.mechanics import System
 
 from mb_sim.model.anchors import updated_anchors  # noqa: F401  (the rule's NumPy twin, here too)
-from mb_sim.model.base import ConnectionBase, symbol_name
-from mb_sim.model.parameters import dynamic_symbol, parameter
+from mb_sim.model.base import ConnectionBase
+from mb_sim.model.contact_law import (  # (the defaults' constants re-exported: their names here before)
+    DEFAULT_DAMPING_RATIO, DEFAULT_PENETRATION, DEFAULT_STICK_VELOCITY, REFERENCE_STEP, SUPPORTS, ContactLaw,
+    contact_energy, contact_force, contact_parameters, default_parameters, link_laws, rolling_torque,
+    stiction_parameters,
+)
+from mb_sim.model.parameters import parameter
+from mb_sim.model.stiction import anchor_states, anchor_update, define_stiction, plain, stiction_force
 from mb_sim.urdf import CollisionDescription, GroundDescription
 from mb_sim.urdf.contact_geometry import ContactFeature, bounding_sphere, contact_features
 
-__all__ = ["CONTACT_STATE", "ContactFeature", "GroundContact", "contact_energy", "RIM_TILT", "contact_features",
+__all__ = ["CONTACT_STATE", "ContactFeature", "DEFAULT_DAMPING_RATIO", "DEFAULT_PENETRATION", "DEFAULT_STICK_VELOCITY",
+           "GroundContact", "REFERENCE_STEP", "RIM_TILT", "SUPPORTS", "contact_energy", "contact_features",
            "default_parameters", "stiction_parameters", "updated_anchors"]
 
 #: Columns of a contact feature's row in the ``contact_states`` output (world axes, SI units).
 CONTACT_STATE = ("x", "y", "z", "nx", "ny", "nz", "penetration", "penetration_rate", "normal_force",
                  "fx", "fy", "fz")
+#: Within this clearance [m] of the ground a shape's anchors follow its contact points (parked
+#: there, ready for its first touch); farther off they are not computed.  A shape closing more than
+#: this in one step (50 m/s at 1 ms) starts touching with its anchors where they were left.
+ANCHOR_MARGIN = Float(0.05)
 #: Sine of the tilt below which a cylinder's contact point moves from its rim towards its end's
 #: centre (about 1.1 degrees): a restoring stiffness m g r / RIM_TILT standing on an end.
 RIM_TILT = 0.02
-#: The penetration the default stiffness gives under the robot's whole weight on one point [m].
-DEFAULT_PENETRATION = 2e-3
-#: The damping ratio the default damping gives the robot bouncing on that point at that penetration.
-DEFAULT_DAMPING_RATIO = 1.0
-#: The share of the weight one contact body is taken to carry (a quadruped's foot, a box's corner).
-SUPPORTS = 4
-#: The step the defaults keep RK4 stable at [s].
-REFERENCE_STEP = 1e-3
-#: A divisor's floor where it is divided by only when larger (NumPy evaluates every branch).
-_TINY = Float(1e-300)
-#: The default stick velocity [m/s]: friction's slope mu f_n / v_s keeps RK4 stable at 1 ms.
-DEFAULT_STICK_VELOCITY = 0.01
-
-
-def default_parameters(mass: float, gravity: float, stiffness: float | None = None, exponent: float = 1.0,
-                       lightest: float | None = None, friction: float = 1.0) -> dict[str, float]:
-    """Stiffness, damping and stick velocity for a robot of total `mass` [kg] under `gravity`
-    [m/s^2] whose lightest contact point has the effective mass `lightest` [kg] (the ground passes
-    :func:`mb_sim.urdf.collision.contact_effective_mass`: a flat foot's toe or heel, which turns the
-    foot about its centre of mass, is several times lighter than the foot: G1's 608 g ankle link is
-    77 g at its toe, and sized by the link's mass the contact damping and friction slopes made its
-    foot roll at -6800/s, beyond RK4's -2785/s at 1 ms).
-
-    Stiffness: the weight on one point penetrates :data:`DEFAULT_PENETRATION` (``k = m g / d0^p``,
-    unless `stiffness` is given).  Damping: bouncing there, at ``d0 = (m g / k)^(1/p)`` where the
-    force's slope is ``k_0 = p m g / d0``, damped at :data:`DEFAULT_DAMPING_RATIO`
-    (``m g c = 2 zeta sqrt(k_0 m)``).  A light foot carries a share ``F = m g /``
-    :data:`SUPPORTS` of the weight, so its damping ``F c`` and friction slope ``mu F / v_s`` act on
-    its own small mass: both are bounded so that their rate times :data:`REFERENCE_STEP` stays
-    below 1 for that mass (RK4 at 1 ms stays stable on Go1's and Solo12's feet and on G1's flat
-    feet)."""
-    mass, gravity = max(mass, 1e-3), max(gravity, 1e-3)
-    weight = mass * gravity
-    stiffness = stiffness if stiffness is not None else weight / DEFAULT_PENETRATION ** exponent
-    rest = (weight / stiffness) ** (1.0 / exponent)
-    damping = 2 * DEFAULT_DAMPING_RATIO * math.sqrt(exponent * weight / rest * mass) / weight
-    stick = DEFAULT_STICK_VELOCITY
-    if lightest is not None and lightest > 0:
-        share = weight / SUPPORTS
-        damping = min(damping, lightest / (share * REFERENCE_STEP))
-        stick = max(stick, friction * share * REFERENCE_STEP / lightest)
-    return {"stiffness": stiffness, "damping": damping, "stick_velocity": stick}
-
-
-def stiction_parameters(mass: float, gravity: float, stiffness: float | None = None, exponent: float = 1.0,
-                        lightest: float | None = None) -> dict[str, float]:
-    """Default stiffness k_t [N/m] and damping c_t [N s/m] of the stiction spring of one contact point.
-
-    k_t is the normal law's slope at the default rest penetration (``p k d0^(p-1) = p m g / d0``
-    with ``d0 = (m g / k)^(1/p)``: k itself for p = 1), so a sticking point deflects about as far
-    sideways as it sinks.  c_t damps the `lightest` contact point's effective mass (as
-    :func:`default_parameters` takes it; else the whole robot's) critically on k_t, bounded as
-    that function bounds the normal damping: its rate ``c_t / m`` times :data:`REFERENCE_STEP`
-    stays at most 1 (RK4 stable at 1 ms)."""
-    mass, gravity = max(mass, 1e-3), max(gravity, 1e-3)
-    weight = mass * gravity
-    stiffness = stiffness if stiffness is not None else weight / DEFAULT_PENETRATION ** exponent
-    rest = (weight / stiffness) ** (1.0 / exponent)
-    tangential = exponent * weight / rest
-    body = lightest if lightest is not None and lightest > 0 else mass
-    damping = min(2 * math.sqrt(tangential * body), body / REFERENCE_STEP)
-    return {"stiction_stiffness": tangential, "stiction_damping": damping}
 
 
 class GroundContact(ConnectionBase):
     """``<ground>``: the plane every collision shape of the robot's moving links touches.
 
     Parameters (symbols, named ``<ground>_height`` ...): height h, stiffness k, damping c,
-    exponent p, friction mu, stick velocity v_s (see the module docstring).  ``shapes`` are the
-    collision shapes; ``features`` their contact features in order (rows of ``contact_states``).
-    After the derivation ``rows`` holds the ``contact_states`` row of each feature.
+    exponent p, friction mu, stick velocity v_s, with stiction k_t and c_t (see the module
+    docstring); `links` gives a link's own values (by
+    :class:`~mb_sim.urdf.description.LinkContactDescription` key: symbols
+    ``<ground>_<link>_<key>``).  ``shapes`` are the collision shapes; ``features`` their contact
+    features in order (rows of ``contact_states``).  After the derivation ``rows`` holds the
+    ``contact_states`` row of each feature.
     """
 
     def __init__(self, description: GroundDescription, shapes: list[CollisionDescription], mass: float,
-                 gravity: float, lightest: float | None = None) -> None:
+                 gravity: float, lightest: float | None = None, links: dict | None = None) -> None:
         super().__init__(description.name)
         self.ground_description = description
         self.shapes = list(shapes)
         self.features = [f for shape in self.shapes for f in contact_features(shape)]
+        self.link_values = {link: values for link, values in (links or {}).items()
+                            if link in {shape.link for shape in self.shapes}}
+        #: Per link with values of its own: where they came from, what was not simulated (for listings).
+        self.link_notes: dict[str, tuple[str, ...]] = {}
         self._defaults = default_parameters(mass, gravity, description.stiffness, description.exponent, lightest,
                                             description.friction)
         self._defaults.update(stiction_parameters(mass, gravity, description.stiffness, description.exponent, lightest))
         self.rows: list[Matrix] = []
-        #: With stiction: per feature its anchor (3 states, world axes), and after the derivation
-        #: the anchors' rates and values after a step (plain symbols), the tangential springs' energy.
+        self.row_laws: list[ContactLaw] = []  # per row, the law of its link
+        #: With stiction: per feature its anchor (3 states, world axes), friction term and frame
+        #: (None: the world); after the derivation the anchors' rates and values after a step (plain
+        #: symbols), the tangential springs' energy.
         self.anchors: list[Matrix] = []
+        self.anchor_frictions: list[Expr] = []
+        self.anchor_frames: list[str | None] = []
         self.anchor_rates: dict = {}
         self.anchor_updates: dict = {}
         self.stiction_energy: Expr = S.Zero
@@ -157,24 +108,17 @@ class GroundContact(ConnectionBase):
                                   "stick_velocity": value(g.stick_velocity, "stick_velocity")}, f"ground '{name}'")
         self.normal = Matrix([Integer(int(v)) if float(v).is_integer() else Float(float(v)) for v in g.normal])
         if g.stiction:
-            self._define_stiction()
-
-    def _define_stiction(self) -> None:
-        """The stiction spring's parameters k_t, c_t and every feature's anchor (3 states)."""
-        g, d, name = self.ground_description, self._descriptions, self.name
-        for key, attribute, meaning in (("stiction_stiffness", "k_t", "stiffness k_t of the stiction spring [N/m]"),
-                                        ("stiction_damping", "c_t", "damping c_t of the stiction spring [N s/m]")):
-            given = getattr(g, key)
-            setattr(self, attribute, parameter(self, key, given if given is not None else self._defaults[key],
-                                               f"ground '{name}': {meaning}", d, keep_zero=True))
-        self.anchors = []
-        for k, feature in enumerate(self.features):
-            anchor = []
-            for axis in "xyz":
-                state = dynamic_symbol(self._add_prefix(f"anchor_{k}_{axis}"))
-                d[state] = f"anchor of {name}/{feature.name} along {axis} (stiction state, world) [m]"
-                anchor.append(state)
-            self.anchors.append(Matrix(anchor))
+            self.k_t, self.c_t = define_stiction(self, {"stiction_stiffness": g.stiction_stiffness,
+                                                        "stiction_damping": g.stiction_damping},
+                                                 self._defaults, f"ground '{name}'")
+        base = ContactLaw(self.k, self.c, self.p, self.mu, self.v_s, *((self.k_t, self.c_t) if g.stiction else ()))
+        self.laws = link_laws(self, base, self.link_values, f"ground '{name}'")
+        self.law = lambda link: self.laws.get(link, base)  # noqa: E731
+        if g.stiction:
+            self.anchors = anchor_states(self, self.features, "world")
+            self.anchor_frictions = [self.law(shape.link).mu for shape, features in self.shape_features()
+                                     for _ in features]
+            self.anchor_frames = [None] * len(self.features)
 
     def electrical_states(self) -> list[tuple[Expr, Expr, Expr]]:
         """With stiction, the anchors: ``(state, rate, 0)``; the rate (the contact point's motion
@@ -196,28 +140,36 @@ class GroundContact(ConnectionBase):
         Sets ``rows``: per feature its ``contact_states`` row.
         """
         loads, self.rows, self.anchor_rates, self.anchor_updates, self.stiction_energy = [], [], {}, {}, S.Zero
+        self.row_laws = []
         anchors = iter(self.anchors)
         for shape, features in self.shape_features():
             R, p, v, w = link_state(shape.link)
+            law = self.law(shape.link)
             centre, radius = bounding_sphere(features)
             label = shape.label
             clearance = temps.scalar(self._dot(self.normal, p + R * Matrix(centre)) - self.height - Float(radius),
                                      f"clearance of the bounding sphere of {label} from ground '{self.name}'")
             guarded = _guard(clearance < 0, temps)
+            parking = _guard(clearance < ANCHOR_MARGIN, temps) if self.anchors else None
             level = guarded(Matrix([self._dot(self.normal, p) - self.height]),
                             f"height of the origin of {shape.link} above ground '{self.name}'")[0]
             down = guarded(R.T * self.normal, f"normal of ground '{self.name}' in {shape.link}'s axes")
             force, moment = Matrix([0, 0, 0]), Matrix([0, 0, 0])  # moment about the link's origin
             for feature in features:
                 anchor = next(anchors, None)
-                x, d, rate, f_n, f, m = self._feature_force(feature, (R, p, v, w), (level, down), guarded,
+                x, d, rate, f_n, f, m = self._feature_force(feature, law, (R, p, v, w), (level, down), guarded,
                                                             f"{label} {feature.name}", anchor)
                 force += f
                 moment += m
                 exact_x, exact_d = self._contact_point(feature, R, p)
                 self.rows.append(Matrix([[*exact_x, *self.normal, exact_d, rate, f_n, *f]]))
-                if anchor is not None:
-                    self._anchor_update(anchor, exact_x, exact_d, f_n, temps, f"{label} {feature.name}")
+                self.row_laws.append(law)
+                if anchor is not None:  # (a shape far off costs its anchors nothing: see ANCHOR_MARGIN)
+                    near_x = parking(self._friction_point(feature, R, exact_x),
+                                     f"contact point of {label} {feature.name} for its anchor (world)")
+                    near_d = parking(Matrix([exact_d]), f"penetration of {label} {feature.name} for its anchor")[0]
+                    self.anchor_updates.update(anchor_update(law, anchor, near_x, self.normal, near_d, f_n, None,
+                                                             temps, f"{label} {feature.name}"))
             force = guarded(force, f"contact force on {label}")  # a sum: accumulated in the C
             moment = guarded(moment, f"moment of the contact forces on {label} about its link's origin")
             loads.append((shape.link, force, guarded(moment + _cross(p - reference, force),
@@ -237,51 +189,20 @@ class GroundContact(ConnectionBase):
             x = centre - Float(feature.radius) * t / Piecewise((tilt, tilt > RIM_TILT), (Float(RIM_TILT), True))
         return x, self.height - self._dot(n, x)
 
-    def _anchor_update(self, anchor: Matrix, x: Matrix, d: Expr, f_n: Expr, temps, label: str) -> None:
-        """The anchor's value after a step (``anchor_updates``, the module docstring's rule) from
-        the feature's exact contact point `x`, penetration `d` and normal force `f_n`."""
-        a = Matrix([_plain(s) for s in anchor])
-        x = temps.matrix(x, f"contact point of {label} for its anchor (world)")
-        offset = x - a
-        slip = temps.matrix(offset - _dot(self.normal, offset) * self.normal,
-                            f"tangential offset of {label} from its anchor after the step (world)")
-        spring = temps.scalar(self.k_t * sqrt(_dot(slip, slip)), f"stiction spring force of {label} after the step")
-        cone = self.mu * f_n
-        for k, state in enumerate(anchor):
-            dragged = x[k] - slip[k] * cone / Max(spring, _TINY)
-            self.anchor_updates[state] = Piecewise((x[k], d <= 0), (dragged, spring > cone), (a[k], True))
+    def _friction_point(self, feature: ContactFeature, R: Matrix, x: Matrix) -> Matrix:
+        """Where friction acts for a feature touching at `x` (world): `x` itself, but for a
+        cylinder's rim moved toward its tread's middle by ``1 - |n . a|`` of the way (all the way
+        for a wheel on its tread: the two rims' friction then acts at the contact patch's centre,
+        so unequal loads on them do not steer a turning wheel; none for a cylinder on its end)."""
+        if feature.tread is None:
+            return x
+        along = self._dot(self.normal, R * Matrix(feature.axis))
+        return x + (1 - Abs(along)) * (R * Matrix(feature.tread))
 
-    def _stiction_force(self, feature: ContactFeature, x: Matrix, anchor: Matrix, velocity: Matrix, f_n: Expr,
-                        arms: tuple, touching, label: str) -> Matrix:
-        """The contact force (world) of a touching feature held to its `anchor` (the module
-        docstring's stiction law); sets the anchor's rate: the contact point's motion over the
-        material, ``w x (c - x)`` (zero for a corner; a cylinder's rim point sliding round the
-        rim as the axis tilts is left out)."""
-        n, a = self.normal, Matrix([_plain(s) for s in anchor])
-        R, w, centre, arm = arms
-        if feature.radius:
-            rolling = touching(R * _cross(w, centre - arm),
-                               f"motion of the contact point of {label} over its link (world)")
-        else:
-            rolling = Matrix([0, 0, 0])
-        for state, rate in zip(anchor, rolling):
-            self.anchor_rates[state] = rate
-        offset = x - a
-        slip = touching(offset - _dot(n, offset) * n, f"tangential offset of {label} from its anchor (world)")
-        slide = velocity - _dot(n, velocity) * n
-        spring = touching(-self.k_t * slip - self.c_t * slide, f"stiction spring-damper force of {label} (world)")
-        size = touching(Matrix([sqrt(_dot(spring, spring))]), f"size of the stiction force of {label}")[0]
-        cone = self.mu * f_n
-        scale = touching(Matrix([Piecewise((cone / Max(size, _TINY), size > cone), (S.One, True))]),
-                         f"friction cone factor of {label}")[0]
-        self.stiction_energy += touching(Matrix([self.k_t * _dot(slip, slip) / 2]),
-                                         f"energy of the stiction spring of {label}")[0]
-        return touching(f_n * n + scale * spring, f"contact force of {label} (world)")
-
-    def _feature_force(self, feature: ContactFeature, link: tuple, plane: tuple, guarded,
+    def _feature_force(self, feature: ContactFeature, law: ContactLaw, link: tuple, plane: tuple, guarded,
                        label: str, anchor: Matrix | None = None) -> tuple[Matrix, Expr, Expr, Expr, Matrix, Matrix]:
         """Contact point, penetration, its rate, normal force, force vector and its moment about the
-        link's origin (world axes) of one feature.
+        link's origin (world axes) of one feature, pressed and rubbed by `law`.
 
         `link` is the link's (R, p, v, w), `plane` the shape's guarded height of the link origin
         above the plane and the normal in link axes.  A sphere's penetration is
@@ -303,12 +224,35 @@ class GroundContact(ConnectionBase):
             arm = touching(R.T * (x - p), f"contact point of {label} from its link's origin (link axes)")
         local = touching(v + _cross(w, arm), f"velocity of the contact point of {label} (link axes)")
         velocity = touching(R * local, f"velocity of the contact point of {label} (world)")
-        rate, f_n, f = contact_force(self, n, d, velocity, touching, label, friction=anchor is None)
+        rub_x, rub_v = x, velocity
+        if feature.tread is not None:
+            rub_x = touching(self._friction_point(feature, R, x), f"point where the friction of {label} acts (world)")
+            rub_arm = touching(R.T * (rub_x - p), f"point where the friction of {label} acts (link axes)")
+            rub_v = touching(R * (v + _cross(w, rub_arm)), f"velocity of the friction point of {label} (world)")
+        rate, f_n, f = contact_force(law, n, d, velocity, touching, label, friction=anchor is None, rubbing=rub_v)
         if anchor is not None:
-            f = self._stiction_force(feature, x, anchor, velocity, f_n, (R, w, Matrix(feature.centre), arm),
-                                     touching, label)
-        moment = touching(_cross(x - p, f), f"moment of the contact force of {label} about its link's origin")
+            if feature.radius:  # the anchor follows the contact point over the material: w x (c - x)
+                rolling = touching(R * _cross(w, Matrix(feature.centre) - arm),
+                                   f"motion of the contact point of {label} over its link (world)")
+                self.anchor_rates.update(zip(anchor, rolling))
+            else:
+                self.anchor_rates.update(dict.fromkeys(anchor, S.Zero))
+            slide = touching(rub_v - self._dot(n, rub_v) * n, f"slip velocity of {label} (world)")
+            f, energy = stiction_force(law, rub_x, Matrix([plain(s) for s in anchor]), slide, n, f_n, touching, label)
+            self.stiction_energy += energy
+        moment = _cross(x - p, f)
+        if feature.tread is not None:  # the friction part acts at rub_x
+            moment += _cross(rub_x - x, f - f_n * n)
+        moment = touching(moment, f"moment of the contact force of {label} about its link's origin")
+        if feature.radius and (law.mu_r != 0 or law.mu_s != 0):
+            moment += rolling_torque(law, n, R * w, f_n, touching, label)
         return x, d, rate, f_n, f, moment
+
+    def elastic_energy(self) -> Expr:
+        """The energy stored in the contacts (after the derivation's contact loads): the normal
+        springs at the rows' penetrations, each with its link's law, and the stiction springs."""
+        return sum((contact_energy(law, [row[6]]) for law, row in zip(self.row_laws, self.rows)), S.Zero) \
+            + self.stiction_energy
 
     @staticmethod
     def _dot(a: Matrix, b: Matrix) -> Expr:
@@ -316,43 +260,7 @@ class GroundContact(ConnectionBase):
 
     def signature(self) -> str:
         """What the derivation reads besides the parameters: the plane's normal and the features."""
-        return repr((self.name, tuple(self.normal), [(f.name, f.centre, f.radius, f.axis) for f in self.features]))
-
-
-def contact_energy(law, penetrations: list[Expr]) -> Expr:
-    """The elastic energy stored at these penetrations, ``k d^(p+1) / (p+1)`` each where ``d > 0``
-    (the damping and friction only dissipate): part of the model's potential energy, so the
-    runaway watch judges robots with contacts too."""
-    return sum((Piecewise((law.k * d ** (law.p + 1) / (law.p + 1), d > 0), (S.Zero, True)) for d in penetrations),
-               S.Zero)
-
-
-def contact_force(law, n: Matrix, d: Expr, velocity: Matrix, guarded, label: str,
-                  friction: bool = True) -> tuple[Expr, Expr, Matrix]:
-    """Penetration rate, normal force and force (world) at a point penetrating `d` along the
-    normal `n` with velocity `velocity` relative to the other side; `law` holds the parameters
-    k, c, p, mu, v_s (the module docstring's law), `guarded` names guarded temporaries.
-    `friction` False: the force is None (the caller adds its own friction: stiction)."""
-    rate = guarded(Matrix([-_dot(n, velocity)]), f"penetration rate of {label}")[0]
-    pressing = 1 + law.c * rate
-    f_n = guarded(Matrix([Piecewise((law.k * d ** law.p * pressing, (d > 0) & (pressing > 0)), (S.Zero, True))]),
-                  f"normal contact force of {label}")[0]
-    if not friction:
-        return rate, f_n, None
-    tangential = guarded(velocity - _dot(n, velocity) * n, f"slip velocity of {label} (world)")
-    scale = guarded(Matrix([law.mu * f_n / sqrt(_dot(tangential, tangential) + law.v_s ** 2)]),
-                    f"friction force per slip speed of {label}")[0]
-    return rate, f_n, guarded(f_n * n - scale * tangential, f"contact force of {label} (world)")
-
-
-def contact_parameters(component, values: dict, owner: str) -> None:
-    """The law's parameter symbols on `component` (k, c, p, mu, v_s) from `values` by key."""
-    meanings = (("stiffness", "k", "contact stiffness k [N/m^p]"), ("damping", "c", "Hunt-Crossley damping c [s/m]"),
-                ("exponent", "p", "exponent p of the penetration"), ("friction", "mu", "Coulomb friction coefficient mu"),
-                ("stick_velocity", "v_s", "stick velocity v_s of the regularized friction [m/s]"))
-    for key, attribute, meaning in meanings:
-        setattr(component, attribute, parameter(component, key, values[key], f"{owner}: {meaning}",
-                                                component._descriptions, keep_zero=True))
+        return repr((self.name, tuple(self.normal), [(f.name, f.centre, f.radius, f.axis, f.tread) for f in self.features]))
 
 
 def _guard(condition, temps):
@@ -363,15 +271,6 @@ def _guard(condition, temps):
 
     guarded.temps = temps
     return guarded
-
-
-def _dot(a: Matrix, b: Matrix) -> Expr:
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _plain(state: Expr) -> Symbol:
-    """The plain symbol the derivation gives a state (as :class:`~mb_sim.symbolic.plain.PlainSymbols`)."""
-    return Symbol(symbol_name(state), real=True)
 
 
 def _cross(a: Matrix, b: Matrix) -> Matrix:

@@ -90,13 +90,15 @@ class SpringFacts:
 
 @dataclass(frozen=True)
 class AnchorFacts:
-    """A ground with stiction: per contact feature (rows of ``contact_states`` by name) its three
-    anchor states; the stiction stiffness and friction parameters."""
+    """A ground or contact pair with stiction: per contact feature (rows of ``contact_states`` by
+    name) its three anchor states, its friction (a term) and the link whose axes its anchor is in
+    (None: the world's); the stiction stiffness parameter."""
 
     features: tuple[str, ...]
     states: tuple[tuple[str, str, str], ...]
     stiffness: str
-    friction: str
+    frictions: tuple[Term, ...]
+    frames: tuple[str | None, ...]
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ class RobotFacts:
     loop_joints: tuple[str, ...] = ()
     rolling_wheels: tuple[str, ...] = ()
     unjudged_energy: str | None = None
+    #: The robot's weight [N] (its links' masses under its gravity).
+    weight: float = 0.0
 
     def joint(self, name: str) -> JointFacts:
         """Joint `name` (KeyError naming it otherwise)."""
@@ -251,13 +255,13 @@ def robot_facts(robot) -> RobotFacts:
         stops=tuple(_stops(robot, term)), motors=tuple(_motors(robot, term, symbol_name)),
         springs=tuple(SpringFacts(name, term(s.velocity_offset), term(s.active))
                       for name, s in robot.spring_dampers.items()),
-        anchors=tuple(_anchors(robot, symbol_name)),
+        anchors=tuple(_anchors(robot, symbol_name, term)),
         imus=tuple(ImuFacts(imu.name, imu.link, tuple(float(v) for v in imu.xyz), tuple(float(v) for v in imu.rpy))
                    for imu in getattr(robot, "imus", [])),
         force_torques=tuple(_force_torque(robot, sensor) for sensor in getattr(robot, "force_torques", [])),
         contact_links=tuple(_contact_links(robot)), contact_loads=tuple(_contact_loads(robot)),
         loop_joints=tuple(robot.loop_joints), rolling_wheels=tuple(robot.rolling_wheels),
-        unjudged_energy=_unjudged(robot),
+        unjudged_energy=_unjudged(robot), weight=_weight(robot),
     )
 
 
@@ -287,11 +291,12 @@ def _motors(robot, term, symbol_name) -> list[MotorFacts]:
             for joint in robot.joints.values() for g in joint.load_groups if isinstance(g, DCMotor)]
 
 
-def _anchors(robot, symbol_name) -> list[AnchorFacts]:
-    return [AnchorFacts(tuple(f"{ground.name}/{f.name}" for f in ground.features),
-                        tuple(tuple(symbol_name(s) for s in anchor) for anchor in ground.anchors),
-                        str(ground.k_t), str(ground.mu))
-            for ground in robot.walk() if getattr(ground, "anchors", None)]
+def _anchors(robot, symbol_name, term) -> list[AnchorFacts]:
+    return [AnchorFacts(tuple(f"{contact.name}/{f.name}" for f in contact.features),
+                        tuple(tuple(symbol_name(s) for s in anchor) for anchor in contact.anchors),
+                        str(contact.k_t), tuple(term(mu) for mu in contact.anchor_frictions),
+                        tuple(contact.anchor_frames))
+            for contact in robot.walk() if getattr(contact, "anchors", None)]
 
 
 def _force_torque(robot, sensor) -> ForceTorqueFacts:
@@ -321,6 +326,18 @@ def _contact_loads(robot) -> list[tuple[tuple[str, float], ...]]:
     if not getattr(robot, "force_torques", []):
         return []
     return [tuple(row) for row in contact_loads(robot)]
+
+
+def _weight(robot) -> float:
+    """The links' masses (as the URDF gives them) under the robot's gravity (its parameters' values) [N]."""
+    from mb_sim.model import Gravity
+
+    mass = sum(link.link_description.inertial.mass for link in robot.links.values()
+               if link.link_description.inertial is not None)
+    values = robot.parameters
+    gravity = [float(component.subs(values)) for group in robot.load_groups if isinstance(group, Gravity)
+               for component in group.components]
+    return float(mass * np.linalg.norm(gravity)) if gravity else 0.0
 
 
 def _unjudged(robot) -> str | None:

@@ -39,6 +39,12 @@ switch, or efforts and voltages going back to zero.  From then on ``T + V``, whi
 is a runaway: the integration is unstable (a stiffness too high for ``dt``).  Writing the
 parameter or input buffers of the model directly bypasses the restarts: use the simulator's
 setters.
+
+**Contact energy.**  The springs of the contacts hold about ``f_n d / 2`` per penetrating feature;
+more than :data:`CONTACT_ENERGY_HEIGHTS` times the work of lifting the whole robot by its size is
+no contact a robot makes (Upkie started with its wheels below the ground held 33 kJ and was flung
+545 m up, its energy conserved all along): a state set inside the ground or another body.  Judged
+when the watch (re)starts and every :data:`ENERGY_CHECK_STEPS` steps, powered or not.
 """
 from __future__ import annotations
 
@@ -68,6 +74,8 @@ MAX_TURN_PER_STEP = 1.0
 ENERGY_TOLERANCE = 1e-3
 #: ... plus this much [J], so a robot at rest (energy scale zero) is not judged on rounding.
 ENERGY_FLOOR = 1e-9
+#: The contacts may hold at most this many times the work of lifting the robot by its size.
+CONTACT_ENERGY_HEIGHTS = 10.0
 #: The energy is judged at most once per this many steps (one output evaluation each time).
 ENERGY_CHECK_STEPS = 100
 
@@ -152,6 +160,11 @@ class RunawayWatch:
         self._start_time = 0.0
         self._kinetic_peak = 0.0
         self._pending = 0  # steps since the energy was last judged
+        self._contact_pending = 0  # steps since the contacts' energy was last judged
+        self._contacts_judged = False  # since the last restart
+        self._contacts = layout.blocks["contact_states"] if model.contact_names else None
+        self._contact_links = robot.contact_links
+        self._contact_bound = CONTACT_ENERGY_HEIGHTS * robot.weight * robot.size
 
     # -- what the energy consists of ---------------------------------------------------------
     def _energy_terms(self, robot: RobotFacts, speed_names: list[str], electrical_state_names: list[str]) -> tuple:
@@ -221,6 +234,7 @@ class RunawayWatch:
         """Forget the energy measured so far: the state, parameters or constraints were changed
         other than by integrating.  The next :meth:`begin` measures it again."""
         self._reference = None
+        self._contacts_judged = False
         if self._never is None:
             self._blocked = self._fed()
 
@@ -230,16 +244,43 @@ class RunawayWatch:
 
     def begin(self, time: float) -> None:
         """Before integrating: measure the energy the watch starts from, if it needs one and
-        nothing feeds power in."""
+        nothing feeds power in (and judge the contacts' energy: raises SimulationError)."""
+        if not self._contacts_judged and self._contacts is not None:
+            self._contacts_judged = True
+            self._model.evaluate_into(time)
+            self._judge_contacts(time)
         if self._reference is None and self._blocked is None and not self._powered():
             self._reference, self._kinetic_peak = self.energy(time)
             self._start_time, self._pending = time, 0
+
+    def _judge_contacts(self, time: float) -> None:
+        """SimulationError if the contacts hold more energy than :data:`CONTACT_ENERGY_HEIGHTS`
+        robot heights (the outputs evaluated at the current state)."""
+        rows = self._model.layout.view(self._out, "contact_states")
+        depth, force = np.maximum(rows[:, 6], 0.0), np.maximum(rows[:, 8], 0.0)
+        energy = 0.5 * float(depth @ force)
+        if not energy > self._contact_bound or self._contact_bound <= 0:
+            return
+        k = int(np.argmax(depth))
+        link, other = self._contact_links[k] if k < len(self._contact_links) else ("?", None)
+        into = f"link '{other}'" if other is not None else "the ground"
+        raise SimulationError(
+            f"runaway: the contacts hold about {energy:.4g} J (link '{link}' {depth[k]:.4g} m into {into}), more than "
+            f"{CONTACT_ENERGY_HEIGHTS:g} times lifting the robot by its size ({self._contact_bound:.4g} J): a state set "
+            "inside the ground or another body (set_state, a reset to such a start, a ground moved by set_parameters)",
+            time, None)
 
     def check(self, time: float, steps: int) -> None:
         """After `steps` steps ending at `time`: raise SimulationError on a runaway."""
         u = self._u
         if u.dot(u) > self._smallest_squared and (error := self.speed_runaway(time)) is not None:
             raise error
+        if self._contacts is not None:
+            self._contact_pending += steps
+            if self._contact_pending >= ENERGY_CHECK_STEPS:
+                self._contact_pending = 0
+                self._model.evaluate_into(time)
+                self._judge_contacts(time)
         if self._reference is None:
             return
         if self._powered():  # power fed in: judged again once the inputs are zero

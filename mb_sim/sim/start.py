@@ -18,6 +18,7 @@ from mb_sim.sim.errors import AssemblyError, AssemblyWarning, JointLimitWarning
 from mb_sim.sim.robot_model import RobotModel
 from mb_sim.sim.state import assign_named, kept, moved_given
 from mb_sim.sim.stops import JointStops
+from mb_sim.urdf.description import WORLD_LINK
 from mb_sim.urdf.errors import URDFError
 from mb_sim.urdf.inertia import SINGULAR
 
@@ -25,6 +26,10 @@ __all__ = ["ASSEMBLY_NOTED", "StartAssembly"]
 
 #: Assembly names coordinates it moved by more than this [rad or m] (AssemblyWarning).
 ASSEMBLY_NOTED = 1e-6
+#: A start whose contacts press with more than this many times the robot's weight is inside the
+#: ground (or its paired shapes overlap): at rest they carry the weight once, at their rest
+#: penetration, which is a start like any other.
+PRESSED_WEIGHTS = 3.0
 
 
 class StartAssembly:
@@ -45,7 +50,7 @@ class StartAssembly:
         given = assign_named(start, initial_positions or {}, self.robot.coordinate_names, self.robot.one_dof, 0,
                              "position")
         q = self.assemble(zero, start, given, initial_positions or {})
-        b.q[:] = q = self.inside_limits(q, given)
+        b.q[:] = q = self.out_of_the_ground(self.inside_limits(q, given))
         b.u[:] = self.kinematics.solve_speeds(q, b.u.copy(), set(), self.time)
 
     def check_mass_matrix(self) -> None:
@@ -72,6 +77,64 @@ class StartAssembly:
                         "mass or rotational inertia in this configuration (a point mass turned about an axis "
                         "through it); give the links they move a rotational inertia, or start elsewhere "
                         "(initial_positions)")
+
+    # -- the ground --------------------------------------------------------------------------
+    def out_of_the_ground(self, q: np.ndarray) -> np.ndarray:
+        """`q` with a robot whose collision features start below a ground lifted along its normal
+        until the deepest touches (a floating base: one warning naming the link and the depth), or
+        refused in one line naming the link (anything else: a fixed or planar base cannot be
+        lifted); paired shapes overlapping at the start are warned about, naming both links."""
+        deepest = self._deepest(q)
+        if deepest is None:
+            return q
+        depth, link, other, normal = deepest
+        if other is not None:
+            warnings.warn(f"robot '{self.robot.name}': links '{link}' and '{other}' start overlapping by {depth:.4g} m "
+                          "(paired shapes pressed into each other push apart at once): start them apart "
+                          "(initial_positions)", AssemblyWarning, stacklevel=4)
+            return q
+        translation = self._floating_translation()
+        if translation is None:
+            raise URDFError(self.robot.facts.source, f"link '{link}'",
+                            f"starts {depth:.4g} m inside the ground, and robot '{self.robot.name}' has no floating base "
+                            "to lift: start it out of the ground (initial_positions) or lower the ground (<ground "
+                            "height>)")
+        lifted = q.copy()
+        for _ in range(5):  # (a floating joint's axes may be turned from the world's: repeat what is left)
+            lifted[translation] += depth * normal
+            found = self._deepest(lifted, grounds_only=True)
+            if found is None:
+                break
+            depth, normal = found[0], found[3]
+        warnings.warn(f"robot '{self.robot.name}': starts inside the ground: link '{link}' {deepest[0]:.4g} m below it; "
+                      f"lifted by that along the ground's normal (initial_positions of the floating base choose "
+                      "another start)", AssemblyWarning, stacklevel=4)
+        return lifted
+
+    def _deepest(self, q: np.ndarray, grounds_only: bool = False) -> tuple | None:
+        """The deepest contact feature at `q` (ground features first): ``(depth, link, other link or
+        None, ground normal)``, or None where the contacts press with at most :data:`PRESSED_WEIGHTS`
+        times the robot's weight (`grounds_only`, while lifting: where nothing penetrates)."""
+        if not self.model.contact_names:
+            return None
+        b = self.model.buffers
+        rows = self.model.evaluate(q, np.zeros(self.model.n_u), b.inputs, b.params, self.time)["contact_states"]
+        links = self.robot.facts.contact_links
+        found, pressed = None, PRESSED_WEIGHTS * self.robot.facts.weight
+        for grounds in (True,) if grounds_only else (True, False):
+            candidates = [k for k, (_, other) in enumerate(links) if (other is None) == grounds and rows[k, 6] > 1e-12]
+            if candidates and (grounds_only or sum(rows[k, 8] for k in candidates) > pressed):
+                k = max(candidates, key=lambda i: rows[i, 6])
+                found = (float(rows[k, 6]), links[k][0], links[k][1], rows[k, 3:6].copy())
+                break
+        return found
+
+    def _floating_translation(self) -> list[int] | None:
+        """The coordinates of the floating joint out of the world (its translation), or None."""
+        for joint in self.robot.facts.joints:
+            if joint.type == "floating" and joint.parent == WORLD_LINK:
+                return [self.robot.coordinate_names.index(name) for name in joint.coordinates[:3]]
+        return None
 
     # -- joint limits --------------------------------------------------------------------------
     def inside_limits(self, q: np.ndarray, given: dict[int, float]) -> np.ndarray:

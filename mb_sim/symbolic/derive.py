@@ -8,7 +8,7 @@ from sympy import Matrix, zeros
 from sympy.physics.mechanics import dynamicsymbols
 
 from mb_sim.model import FloatingJoint, JointDissipation, Robot
-from mb_sim.model.contact import contact_energy
+from mb_sim.model.contact_law import contact_energy
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, EquationsOfMotion
 from mb_sim.symbolic.force_torque import force_torque_outputs
@@ -62,8 +62,9 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
     springs = list(robot.spring_dampers.values())
     contacts = [c for c in robot.walk() if hasattr(c, "kinematic_loads")]  # ground planes, contact pairs
     potential = kane.potential_energy + sum(plain.convert(c.potential_energy()) for c in robot.walk())
-    potential += sum((contact_energy(c, [row[6] for row in c.rows]) for c in contacts), 0)
-    potential += sum((getattr(c, "stiction_energy", 0) for c in contacts), 0)
+    potential += sum((c.elastic_energy() if hasattr(c, "elastic_energy") else
+                      contact_energy(c, [row[6] for row in c.rows]) + getattr(c, "stiction_energy", 0)
+                      for c in contacts), 0)
     states = electrical_states(robot)  # again: a ground's stiction anchors know their rates after its loads
     imu_jacobians, imu_states = imu_outputs(robot, kane.links, len(plain.u))
     ft_jacobians, ft_states = force_torque_outputs(robot, kane.links, len(plain.u), temps)

@@ -18,12 +18,14 @@ __all__ = ["ContactFeature", "bounding_sphere", "contact_features"]
 @dataclass(frozen=True)
 class ContactFeature:
     """One point-like part of a shape, in its link's frame: a sphere (``axis`` None; radius 0 for a
-    corner) or a cylinder end's rim (centre, unit axis, radius)."""
+    corner) or a cylinder end's rim (centre, unit axis, radius, and ``tread``: from the rim's
+    centre to the cylinder's middle, where its friction acts while it rolls on its tread)."""
 
     name: str
     centre: tuple[float, float, float]
     radius: float
     axis: tuple[float, float, float] | None = None
+    tread: tuple[float, float, float] | None = None
 
 
 def contact_features(shape: CollisionDescription) -> list[ContactFeature]:
@@ -33,8 +35,10 @@ def contact_features(shape: CollisionDescription) -> list[ContactFeature]:
 
     def at(local, radius, name, axis=None):
         centre = tuple(float(v) for v in o + R @ np.asarray(local, float))
-        return ContactFeature(f"{base}/{name}", centre, float(radius),
-                              None if axis is None else tuple(float(v) for v in R @ np.asarray(axis, float)))
+        if axis is None:
+            return ContactFeature(f"{base}/{name}", centre, float(radius))
+        return ContactFeature(f"{base}/{name}", centre, float(radius), tuple(float(v) for v in R @ np.asarray(axis)),
+                              tuple(float(v) for v in R @ -np.asarray(local, float)))
 
     if shape.shape == "sphere":
         return [at((0, 0, 0), shape.size[0], "sphere")]

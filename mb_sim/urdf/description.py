@@ -14,7 +14,8 @@ __all__ = [
     "COLLISION_SHAPES", "CollisionDescription", "ContactPairDescription", "GroundDescription", "IMUDescription", "SkippedCollision",
     "ForceTorqueDescription",
     "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
-    "JointLimit", "JointSpringDescription", "LinkDescription", "LoopJointDescription", "Marker", "Mimic",
+    "JointLimit", "JointSpringDescription", "LinkContactDescription", "LinkDescription", "LoopJointDescription", "Marker",
+    "Mimic",
     "RobotDescription", "RollingWheelDescription", "SelfCollisionDescription", "SpringDamperDescription", "LOOP_JOINT_TYPES", "MOVING_JOINT_TYPES", "JOINT_TYPES",
     "STANDARD_GRAVITY", "WORLD_LINK",
 ]
@@ -250,6 +251,8 @@ class Extensions:
     imus: list[IMUDescription] = field(default_factory=list)
     force_torques: list[ForceTorqueDescription] = field(default_factory=list)
     self_collision: "SelfCollisionDescription | None" = None
+    #: Contact parameters by link (``<mb_sim><contact>``, Gazebo and pybullet tags).
+    link_contacts: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -364,13 +367,46 @@ class GroundDescription:
     #: moving link's.  Listing the feet keeps a humanoid's generated code small (each mesh adds
     #: about two dozen contact points) and its other meshes unread.
     links: tuple[str, ...] | None = None
-    #: ``<ground stiction="true">``: friction as a spring-damper to a sticking point per contact
-    #: point (an anchor state), clipped to the friction cone, so a body below the friction angle
-    #: holds instead of creeping; ``stiction_stiffness`` k_t [N/m] and ``stiction_damping`` c_t
-    #: [N s/m] of that spring (None: chosen from the robot, :mod:`mb_sim.model.contact`).
-    stiction: bool = False
+    #: Friction as a spring-damper to a sticking point per contact point (an anchor state), clipped
+    #: to the friction cone (the default): a body below the friction angle holds, a wheel rolls
+    #: without slipping; ``stiction="false"`` gives the regularized law (no states, viscous below
+    #: ``stick_velocity``).  ``stiction_stiffness`` k_t [N/m] and ``stiction_damping`` c_t [N s/m]
+    #: of that spring (None: chosen from the robot, :mod:`mb_sim.model.contact`).
+    stiction: bool = True
     stiction_stiffness: float | None = None
     stiction_damping: float | None = None
+
+
+@dataclass(frozen=True)
+class LinkContactDescription:
+    """Contact parameters of one link's collision shapes, where they differ from the ground's:
+    ``<mb_sim><contact link>``, Gazebo's ``<gazebo reference="link">`` (``mu1``, ``mu2``, ``kp``,
+    ``kd``) or pybullet's ``<link><contact>`` (``lateral_friction``, ``rolling_friction``,
+    ``spinning_friction``, ``stiffness``, ``damping``); None: the ground's.
+
+    ``friction`` mu; ``stiffness`` k [N/m^p]; ``damping`` c [s/m] (Hunt-Crossley, as the ground's);
+    ``linear_damping`` b [N s/m] (a damper ``b d'`` added to the normal force: Gazebo's ``kd``,
+    pybullet's ``damping``); ``rolling_friction`` mu_r [m] and ``spinning_friction`` mu_s [m]
+    (torques ``mu_r f_n`` against rolling, ``mu_s f_n`` against spinning about the normal).
+    ``read`` says where each value came from, ``ignored`` each tag that was not simulated and why
+    (listed by ``mb-sim info`` and in a load warning)."""
+
+    link: str
+    friction: float | None = None
+    stiffness: float | None = None
+    damping: float | None = None
+    linear_damping: float | None = None
+    rolling_friction: float | None = None
+    spinning_friction: float | None = None
+    read: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+
+    #: The parameters a link may set, in order.
+    PARAMETERS = ("friction", "stiffness", "damping", "linear_damping", "rolling_friction", "spinning_friction")
+
+    def given(self) -> dict[str, float]:
+        """The parameters this link sets."""
+        return {key: getattr(self, key) for key in self.PARAMETERS if getattr(self, key) is not None}
 
 
 @dataclass(frozen=True)
@@ -388,6 +424,10 @@ class ContactPairDescription:
     damping: float | None = None
     exponent: float = 1.0
     stick_velocity: float | None = None
+    #: Friction held by a sticking point per feature (anchored on link2), as the ground's: the default.
+    stiction: bool = True
+    stiction_stiffness: float | None = None
+    stiction_damping: float | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 from mb_sim.urdf.description import (
     LOOP_JOINT_TYPES, ContactPairDescription, CoordinateConstraintDescription, DCMotorDescription, Extensions, ForceTorqueDescription, GroundDescription, IMUDescription,
     JointSpringDescription,
-    LoopJointDescription, Marker, RollingWheelDescription, SelfCollisionDescription, SpringDamperDescription,
+    LinkContactDescription, LoopJointDescription, Marker, RollingWheelDescription, SelfCollisionDescription, SpringDamperDescription,
 )
 from mb_sim.urdf.errors import URDFError
 from mb_sim.urdf.numbers import read_numbers
@@ -251,7 +251,7 @@ def _ground(raw: ET.Element, source: str) -> GroundDescription:
     return GroundDescription(e.name(default="ground"), e.number("height", 0.0), normal,
                              e.number("friction", 1.0, minimum=0.0), optional["stiffness"], damping,
                              e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"],
-                             links=_ground_links(e, raw.get("links")), stiction=e.flag("stiction", False),
+                             links=_ground_links(e, raw.get("links")), stiction=e.flag("stiction", True),
                              stiction_stiffness=(e.number("stiction_stiffness", positive=True)
                                                  if raw.get("stiction_stiffness") is not None else None),
                              stiction_damping=(e.number("stiction_damping", minimum=0.0)
@@ -358,19 +358,37 @@ def read_gazebo_force_torques(root: ET.Element, source: str) -> list[ForceTorque
 
 
 def _contact_pair(raw: ET.Element, source: str) -> ContactPairDescription:
-    """``<contact_pair name link1 link2 friction stiffness damping exponent stick_velocity>``."""
+    """``<contact_pair name link1 link2 friction stiffness damping exponent stick_velocity stiction
+    stiction_stiffness stiction_damping>``."""
     e = _Element(raw, source, ("name", "link1", "link2", "friction", "stiffness", "damping", "exponent",
-                               "stick_velocity"))
+                               "stick_velocity", "stiction", "stiction_stiffness", "stiction_damping"))
     e.children(())
     link1, link2 = e.text("link1"), e.text("link2")
     if link1 == link2:
         e.fail(f"link1 and link2 are both '{link1}': a link cannot touch itself")
     optional = {key: (e.number(key, positive=True) if raw.get(key) is not None else None)
-                for key in ("stiffness", "stick_velocity")}
-    damping = e.number("damping", minimum=0.0) if raw.get("damping") is not None else None
+                for key in ("stiffness", "stick_velocity", "stiction_stiffness")}
+    damping, stiction_damping = (e.number(key, minimum=0.0) if raw.get(key) is not None else None
+                                 for key in ("damping", "stiction_damping"))
     return ContactPairDescription(e.name(default=f"contact_{link1}_{link2}"), link1, link2,
                                   e.number("friction", 1.0, minimum=0.0), optional["stiffness"], damping,
-                                  e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"])
+                                  e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"],
+                                  e.flag("stiction", True), optional["stiction_stiffness"], stiction_damping)
+
+
+def _contact(raw: ET.Element, source: str) -> LinkContactDescription:
+    """``<contact link friction stiffness damping linear_damping rolling_friction spinning_friction>``:
+    contact parameters of one link's shapes (the others' come from the ground or the pair)."""
+    e = _Element(raw, source, ("link", *LinkContactDescription.PARAMETERS))
+    e.children(())
+    link = e.text("link")
+    values = {key: e.number(key, positive=key == "stiffness", minimum=None if key == "stiffness" else 0.0)
+              for key in LinkContactDescription.PARAMETERS if raw.get(key) is not None}
+    if not values:
+        e.fail(f"says nothing about link '{link}': give friction, stiffness, damping, linear_damping, "
+               "rolling_friction or spinning_friction")
+    read = tuple(f"{key.replace('_', ' ')} {value:g} from <{EXTENSION_TAG}><contact>" for key, value in values.items())
+    return LinkContactDescription(link, **values, read=read)
 
 
 def _self_collision(raw: ET.Element, source: str) -> SelfCollisionDescription:
@@ -402,7 +420,7 @@ def _self_collision(raw: ET.Element, source: str) -> SelfCollisionDescription:
 _READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
             "spring_damper": _spring_damper, "joint_spring": _joint_spring, "dc_motor": _dc_motor,
             "rolling_wheel": _rolling_wheel, "contact_pair": _contact_pair, "imu": _imu,
-            "self_collision": _self_collision, "force_torque": _force_torque}
+            "self_collision": _self_collision, "force_torque": _force_torque, "contact": _contact}
 
 
 def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
@@ -428,6 +446,10 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
         raise URDFError(source, f"{EXTENSION_TAG} gravity", f"given {len(gravity)} times; give it once")
     if len(grounds) > 1:
         raise URDFError(source, f"{EXTENSION_TAG} ground", f"given {len(grounds)} times; give one ground plane")
+    links = [c.link for c in found["contact"]]
+    twice = sorted({link for link in links if links.count(link) > 1})
+    if twice:
+        raise URDFError(source, f"{EXTENSION_TAG} contact link=\"{twice[0]}\"", "given twice; give one <contact> per link")
     if len(found["self_collision"]) > 1:
         raise URDFError(source, f"{EXTENSION_TAG} self_collision",
                         f"given {len(found['self_collision'])} times; give it once")
@@ -435,4 +457,5 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
                       found["joint_spring"], gravity[0] if gravity else None, found["dc_motor"],
                       found["rolling_wheel"], grounds[0] if grounds else None,
                       contact_pairs=found["contact_pair"], imus=found["imu"], force_torques=found["force_torque"],
-                      self_collision=found["self_collision"][0] if found["self_collision"] else None)
+                      self_collision=found["self_collision"][0] if found["self_collision"] else None,
+                      link_contacts={c.link: c for c in found["contact"]})

@@ -26,6 +26,7 @@ from mb_sim.urdf.description import (
     LinkDescription, Mimic, RobotDescription, SkippedCollision,
 )
 from mb_sim.urdf.collision import enclosed_shapes, ground_excluded, read_collisions
+from mb_sim.urdf.contact_tags import merge_link_contacts, read_gazebo_contacts, read_pybullet_contacts
 from mb_sim.urdf.errors import FixedBaseWarning, RepairWarning, URDFError, URDFWarning, warn_user
 from mb_sim.urdf.extensions import EXTENSION_TAG, read_extensions, read_gazebo_force_torques, read_gazebo_imus
 from mb_sim.urdf.inertia import Repair, check_mass_matrix, refuse_link_problems
@@ -45,6 +46,9 @@ URDF_ELEMENTS = {"link", "joint", "material"}
 IGNORED_ELEMENTS = {"transmission", "gazebo", "ros2_control"}
 #: Elements of a link that only say how it looks or collides: never read, never checked.
 APPEARANCE_ELEMENTS = {"visual", "collision"}
+#: Elements of a link urdf_parser_py does not know that mb_sim reads itself (pybullet's contact
+#: parameters: :mod:`mb_sim.urdf.contact_tags`).
+READ_LINK_ELEMENTS = {"contact"}
 #: mb_sim's own extension elements (the content of <mb_sim> is checked by mb_sim.urdf.extensions).
 EXTENSION_ELEMENTS = {"component", EXTENSION_TAG}
 #: Numeric attributes per element tag, with the number of values each holds.
@@ -185,7 +189,34 @@ def _with_contacts(description: RobotDescription, root: ET.Element, urdf_path: s
     if not [c for c in used if c.link not in fixed] and extensions.ground is not None:
         warn_user(f"{description.source}: mb_sim ground '{extensions.ground.name}': no moving link has a <collision> "
                   "shape, so nothing can touch the ground", URDFWarning)
+    extensions = dataclasses.replace(extensions, link_contacts=_link_contacts(root, description, {c.link for c in used}))
     return dataclasses.replace(description, extensions=extensions, collisions=used, skipped_collisions=skipped)
+
+
+def _link_contacts(root: ET.Element, description: RobotDescription, touching: set[str]) -> dict:
+    """Contact parameters by link from Gazebo's and pybullet's tags and ``<mb_sim><contact>``
+    (:mod:`mb_sim.urdf.contact_tags`), for the links whose shapes touch something; one warning per
+    such link listing what was read and what is not simulated.  ``<mb_sim><contact>`` naming no
+    link is an error; one for a link whose shapes touch nothing is warned about."""
+    source, own = description.source, description.extensions.link_contacts
+    for link in own:
+        if link not in description.links:
+            raise URDFError(source, f'{EXTENSION_TAG} contact link="{link}"', "no such link")
+    merged = merge_link_contacts([read_gazebo_contacts(root, source), read_pybullet_contacts(root, source), own])
+    unused = [link for link in merged if link not in touching and link not in own]
+    if touching and unused:  # (without a ground or pair nothing touches: the tags wait for one)
+        warn_user(f"{source}: contact parameters read for {', '.join(repr(n) for n in unused)}, but no collision shape "
+                  "of theirs touches anything (not a link, no <collision>, or outside <ground links>): not used",
+                  URDFWarning)
+    for link, contact in merged.items():
+        if link not in touching:
+            if link in own:
+                warn_user(f"{source}: {EXTENSION_TAG} contact link=\"{link}\": none of its collision shapes touches "
+                          "anything (no ground or contact pair reads them): no effect", URDFWarning)
+            continue
+        parts = [*contact.read, *(f"not simulated: {line}" for line in contact.ignored)]
+        warn_user(f"{source}: link '{link}' contact parameters: " + "; ".join(parts), URDFWarning)
+    return {link: contact for link, contact in merged.items() if link in touching and contact.given()}
 
 
 def _check_depth(root: ET.Element, source: str) -> None:
@@ -322,7 +353,7 @@ def _without_appearance(element: ET.Element) -> ET.Element:
     materials, textures) never enters the dynamics, so nothing in them may refuse a robot."""
     copy = ET.Element(element.tag, element.attrib)
     copy.text, copy.tail = element.text, element.tail
-    copy.extend(child for child in element if child.tag not in APPEARANCE_ELEMENTS)
+    copy.extend(child for child in element if child.tag not in APPEARANCE_ELEMENTS | READ_LINK_ELEMENTS)
     return copy
 
 
