@@ -1,17 +1,21 @@
-"""The differential-drive robot (urdf/diff_drive.urdf) driven from /cmd_vel, with RViz.
+"""A differential-drive robot driven from /cmd_vel, with RViz: seed 002's (urdf/diff_drive.urdf, its
+wheels rolling by constraint), or a wheeled base on the ground by contact (robot:=wheeled_base,
+urdf/wheeled_base.urdf: a TurtleBot-like base whose wheels roll by friction, a low-friction caster).
 
-mb_sim_node simulates the robot (urdf_file diff_drive, world_frame odom: TF and the ground-truth
+mb_sim_node simulates the robot (world_frame odom: TF and the ground-truth
 /odom in the frame odom); mb_sim_diff_drive_controller turns /cmd_vel (geometry_msgs/TwistStamped
 by default; a publisher of plain Twist, as teleop_twist_keyboard without -p stamped:=true, gets
 one warning saying what to change: use_stamped_vel: false in controller_params_file takes Twist)
 into motor voltages and publishes its wheel odometry on /mb_sim_diff_drive_controller/odom; RViz
 shows the robot, both odometries and TF in the fixed frame odom.
 
-Fixed here (not arguments): the robot (urdf_file diff_drive; robot, urdf_file, robot_description,
-robot_description_topic and xacro_args are not offered) and world_frame odom.
+Fixed here (not arguments): world_frame odom (urdf_file, robot_description, robot_description_topic
+and xacro_args are not offered: the robot comes from robot).
 
 Arguments (node-parameter ones default to "": params_file's value, else the node's default; a
 value given on the command line always wins over params_file):
+  robot                   diff_drive (default) or wheeled_base, or any URDF whose two wheel joints
+                          have a <dc_motor> (a <rolling_wheel> or a collision cylinder on the ground).
   namespace               namespace of all nodes (r1: /r1/mb_sim, /r1/cmd_vel, /r1/odom); /tf, /tf_static,
                           /clock stay global; RViz is remapped to it (default: none).
   use_sim_time            true/false: the controller and RViz follow /clock (default: true).
@@ -33,7 +37,7 @@ value given on the command line always wins over params_file):
   rviz                    true: also start RViz with share/mb_sim/config/diff_drive.rviz (default: true);
                           without the rviz2 package, nothing starts (status 1, pass rviz:=false).
 
-Example: ros2 launch mb_sim diff_drive.launch.py, then
+Example: ros2 launch mb_sim diff_drive.launch.py (or robot:=wheeled_base), then
   ros2 topic pub -r 10 /cmd_vel geometry_msgs/msg/TwistStamped "{twist: {linear: {x: 0.5}, angular: {z: 0.3}}}"
 or, namespaced: ros2 launch mb_sim diff_drive.launch.py namespace:=r1 rviz:=false, then
   ros2 topic pub -r 10 /r1/cmd_vel geometry_msgs/msg/TwistStamped "{twist: {linear: {x: 0.5}}}"
@@ -46,12 +50,11 @@ from launch_ros.substitutions import FindPackageShare
 
 from mb_sim import launch_arguments
 
-ARGUMENTS = ("namespace", "use_sim_time", "start_paused", "initial_positions", "publish_rate", "physics_dt",
+ARGUMENTS = ("robot", "namespace", "use_sim_time", "start_paused", "initial_positions", "publish_rate", "physics_dt",
              "real_time_factor", "lockstep", "strict", "log_level", "params_file", "rviz")
 CONTROLLER = "mb_sim_diff_drive_controller"
 #: The node parameters this launch file fixes.
-FIXED = {"urdf_file": "diff_drive", "robot_description": "", "robot_description_topic": "", "xacro_args": "",
-         "world_frame": "odom"}
+FIXED = {"robot_description": "", "robot_description_topic": "", "xacro_args": "", "world_frame": "odom"}
 #: The absolute topics config/diff_drive.rviz shows: remapped into the namespace.
 RVIZ_TOPICS = ("/robot_description", "/odom", "/mb_sim_diff_drive_controller/odom")
 
@@ -74,7 +77,7 @@ def _nodes(context, rviz_config) -> list:
 
 def generate_launch_description() -> LaunchDescription:
     config = PathJoinSubstitution([FindPackageShare("mb_sim"), "config"])
-    defaults = {"rviz": "true", "params_file": PathJoinSubstitution([config, "mb_sim.yaml"])}
+    defaults = {"robot": "diff_drive", "rviz": "true", "params_file": PathJoinSubstitution([config, "mb_sim.yaml"])}
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)
           for name, default, description in launch_arguments.declarations(ARGUMENTS, **defaults)],

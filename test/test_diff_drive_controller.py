@@ -72,8 +72,8 @@ def test_wheel_joints_can_be_named(urdf):
 
 @pytest.mark.parametrize(("edit", "message"), [
     (None, re.escape("robot 'pendulum' is not a differential drive: it needs two rolling wheels driven by DC "
-                     "motors (<rolling_wheel> on a link whose revolute or continuous joint has a <dc_motor>); "
-                     "found none")),
+                     "motors (<rolling_wheel>, or a <collision> cylinder on the ground, on a link whose revolute or "
+                     "continuous joint has a <dc_motor>); found none")),
     (lambda text: re.sub(r'<dc_motor name="left_motor".*?/>', "", text, flags=re.S),
      "robot 'diff_drive' is not a differential drive: .*found right_wheel_joint$"),
     (lambda text: re.sub(r'<rolling_wheel name="right_wheel_contact".*?/>', "", text),

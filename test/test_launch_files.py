@@ -24,7 +24,7 @@ ROBOT = {"robot", "urdf_file", "robot_description", "robot_description_topic", "
 LAUNCH_ARGUMENTS = {
     "sim.launch.py": COMMON | ROBOT,
     "demo.launch.py": COMMON | ROBOT | {"controller_params_file"},
-    "diff_drive.launch.py": COMMON | {"initial_positions", "controller_params_file"},
+    "diff_drive.launch.py": COMMON | {"robot", "initial_positions", "controller_params_file"},
     "two_robots.launch.py": COMMON - {"namespace"} | {"robot1", "robot2", "robot1_xacro_args", "robot2_xacro_args",
                                                      "robot1_initial_positions", "robot2_initial_positions",
                                                      "controller_params_file"},
@@ -34,7 +34,7 @@ LAUNCH_ARGUMENTS = {
 }
 #: What each launch file fixes instead of offering an argument: said in its docstring.
 FIXED_IN_DOCSTRING = {
-    "diff_drive.launch.py": ("robot", "urdf_file", "robot_description", "xacro_args", "world_frame odom"),
+    "diff_drive.launch.py": ("urdf_file", "robot_description", "xacro_args", "world_frame odom"),
     "two_robots.launch.py": ("namespaces robot1 and robot2", "robot_description"),
     "cart_pole_lqr.launch.py": ("robot", "urdf_file", "robot_description", "xacro_args", "start_paused"),
 }
@@ -350,7 +350,7 @@ def test_in_a_namespace_the_params_files_still_apply(repo, monkeypatch):
 
 
 @pytest.mark.parametrize(("name", "fixed"), [
-    ("diff_drive.launch.py", {"urdf_file": "diff_drive", "world_frame": "odom"}),
+    ("diff_drive.launch.py", {"world_frame": "odom"}),  # (its robot is an argument: robot:=wheeled_base)
     ("cart_pole_lqr.launch.py", {"urdf_file": "cart_pole", "start_paused": True}),
 ])
 def test_what_a_launch_file_fixes_wins(repo, monkeypatch, name, fixed):

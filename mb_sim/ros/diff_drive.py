@@ -138,15 +138,51 @@ class DiffDrive:
 
 def _wheel_candidates(
         description: RobotDescription) -> dict[str, tuple[RollingWheelDescription, JointDescription, DCMotorDescription]]:
-    """Joint name -> (rolling wheel, joint, motor) of every rolling wheel whose joint has a motor."""
+    """Joint name -> (rolling wheel, joint, motor) of every wheel whose joint has a motor: a
+    ``<rolling_wheel>``, or where the link has none a ``<collision>`` cylinder turning about the
+    joint's axis (or a sphere) touching the ground (its radius the wheel's)."""
     by_child = {joint.child: joint for joint in description.joints}
     motors = {motor.joint: motor for motor in description.extensions.dc_motors}
     candidates = {}
-    for wheel in description.extensions.rolling_wheels:
+    for wheel in [*description.extensions.rolling_wheels, *_contact_wheels(description)]:
         joint = by_child.get(wheel.link)
-        if joint is not None and joint.type in ("revolute", "continuous") and joint.name in motors:
+        if joint is not None and joint.type in ("revolute", "continuous") and joint.name in motors \
+                and joint.name not in candidates:
             candidates[joint.name] = (wheel, joint, motors[joint.name])
     return candidates
+
+
+def _contact_wheels(description: RobotDescription) -> list[RollingWheelDescription]:
+    """A wheel on the ground by contact: the first collision cylinder (about its own axis, in the
+    link frame) or sphere of each link moved by a joint with a motor."""
+    motored = {motor.joint for motor in description.extensions.dc_motors}
+    rolling = {wheel.link for wheel in description.extensions.rolling_wheels}
+    wheels = []
+    for joint in description.joints:
+        if joint.name not in motored or joint.child in rolling:
+            continue
+        for shape in description.collisions:
+            if shape.link == joint.child and shape.shape in ("cylinder", "sphere"):
+                axis = np.asarray(shape.rotation)[:, 2] if shape.shape == "cylinder" else None
+                wheels.append(RollingWheelDescription(f"{joint.child}_contact", joint.child, float(shape.size[0]),
+                                                      axis))
+                break
+    return wheels
+
+
+def _with_wheel_shapes(description: RobotDescription, text: str) -> RobotDescription:
+    """`description` with the collision shapes of its motor-driven links read (parsed again with a
+    ground touching only those links) where it has no rolling wheels and read no shapes."""
+    if description.extensions.rolling_wheels or description.collisions:
+        return description
+    by_joint = {joint.name: joint.child for joint in description.joints}
+    links = [by_joint[m.joint] for m in description.extensions.dc_motors if m.joint in by_joint]
+    if not links:
+        return description
+    try:
+        return parse_urdf(text, ground=links)
+    except URDFError:
+        return description
 
 
 def _wheel(candidate: tuple[RollingWheelDescription, JointDescription, DCMotorDescription]) -> Wheel:
@@ -176,8 +212,9 @@ def drive_from_description(description: RobotDescription | str, left_wheel_joint
                            left_radius_multiplier: float = 1.0, right_radius_multiplier: float = 1.0) -> DiffDrive:
     """The differential drive a robot description (URDF text or parsed) describes.
 
-    Its driven wheels are the ``<rolling_wheel>`` elements on links moved by a revolute or
-    continuous joint that has a ``<dc_motor>``.  With exactly two, the one further along +y is the
+    Its driven wheels are the ``<rolling_wheel>`` elements (or, on a link without one, a collision
+    cylinder turning about the joint's axis: a wheel on the ground by contact) on links moved by a
+    revolute or continuous joint that has a ``<dc_motor>``.  With exactly two, the one further along +y is the
     left one; `left_wheel_joint` / `right_wheel_joint` name them explicitly (needed with more than
     two).  Raises :class:`DescriptionError` saying why when the description is no URDF, has fewer
     than two driven wheels, or their joints do not share a parent link, turn about its y axis and
@@ -185,15 +222,17 @@ def drive_from_description(description: RobotDescription | str, left_wheel_joint
     """
     if isinstance(description, str):
         try:
-            description = parse_urdf(description)
+            text, description = description, parse_urdf(description)
         except URDFError as err:
             raise DescriptionError(f"the robot description is not a valid URDF: {err}") from None
+        description = _with_wheel_shapes(description, text)
     candidates = _wheel_candidates(description)
     found = ", ".join(candidates) or "none"
     if len(candidates) < 2:
         raise DescriptionError(
             f"robot {description.name!r} is not a differential drive: it needs two rolling wheels driven by DC "
-            f"motors (<rolling_wheel> on a link whose revolute or continuous joint has a <dc_motor>); found {found}")
+            f"motors (<rolling_wheel>, or a <collision> cylinder on the ground, on a link whose revolute or "
+            f"continuous joint has a <dc_motor>); found {found}")
     for parameter, name in (("left_wheel_joint", left_wheel_joint), ("right_wheel_joint", right_wheel_joint)):
         if name and name not in candidates:
             raise DescriptionError(f"{parameter} {name!r} is not a joint of a motor-driven rolling wheel of robot "
