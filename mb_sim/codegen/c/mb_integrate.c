@@ -56,7 +56,9 @@ static int mb_state_derivative(const double *x, const double *inputs, const doub
  * series for |x| < 1 (the closed forms cancel there), else by the closed forms. */
 static void mb_phi(double x, double *p1, double *p2, double *p3)
 {
-    if (fabs(x) < 1.0) {
+    if (x == 0.0) {  /* no linear part (a stiction anchor): classic RK4's weights, without the series */
+        *p1 = 1.0; *p2 = 0.5; *p3 = 1.0 / 6.0;
+    } else if (fabs(x) < 1.0) {
         double term = 1.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;  /* term = x^j / j! */
         for (int j = 0; j < 24; ++j) {
             s1 += term / (j + 1);
