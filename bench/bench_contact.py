@@ -4,8 +4,11 @@ Per quadruped (Go1, Solo12: example-robot-data, floating base), at 1 ms with RK4
 held at a standing stance by position servos (mb_sim: plain-PD joint servos; MuJoCo: position
 actuators with the same kp, kv):
 
-* ``ground``: mb_sim's model with the ground plane (``load_urdf(..., ground=True)``), the robot
-  standing on it after 2 s of settling, four feet in contact;
+* ``ground``: mb_sim's model with the ground plane (``load_urdf(..., ground=True)``: the default,
+  Coulomb friction with a sticking point per contact feature), the robot standing on it after 2 s
+  of settling, four feet in contact;
+* ``ground_regularized``: the same with ``<ground stiction="false">`` (the regularized law: no
+  anchor states, viscous below its stick velocity);
 * ``ground_air``: the same model and stance with the robot 1 m up (every shape's bounding-sphere
   test fails: what a contact model costs while nothing touches);
 * ``no_ground``: the model compiled without the ground, same stance, 1 m up;
@@ -91,12 +94,18 @@ def quadrupeds() -> list[Quadruped]:
 
 
 # -- mb_sim -------------------------------------------------------------------------------------
-def mb_simulator(robot: Quadruped, ground: bool, cache: str) -> Simulator:
-    """The robot on a floating base (with the ground or not), plain-PD servos holding the stance."""
-    sim = Simulator(load_urdf(robot.path, floating_base=True, ground=ground), dt=DT, cache_dir=cache,
-                    servo_feed_forward=False)
+def mb_simulator(robot: Quadruped, ground: bool, cache: str, stiction: bool = True) -> Simulator:
+    """The robot on a floating base (with the ground, by default with stiction, or not), plain-PD
+    servos holding the stance."""
+    if ground and not stiction:  # the regularized law: <ground stiction="false"/>
+        xml = robot.path.read_text()
+        end = xml.rindex("</robot>")
+        model = load_urdf(xml[:end] + '<mb_sim><ground stiction="false"/></mb_sim>' + xml[end:], floating_base=True)
+    else:
+        model = load_urdf(robot.path, floating_base=True, ground=ground)
+    sim = Simulator(model, dt=DT, cache_dir=cache, servo_feed_forward=False)
     if ground:
-        sim.set_parameters(GROUND)
+        sim.set_parameters({key: value for key, value in GROUND.items() if key in sim.parameter_names})
     for joint, angle in robot.stance.items():
         sim.servos.set_gains(joint, robot.kp, robot.kd)
         sim.servos.hold_position(joint, angle)
@@ -173,22 +182,25 @@ def measure(robot: Quadruped, repeats: int, cache: str) -> dict:
     """Per-step costs of the four configurations (one compiled ground model serves both ground
     runs) and what stands on the ground."""
     ground, bare = mb_simulator(robot, True, cache), mb_simulator(robot, False, cache)
-    place(ground, robot, robot.height, True)
-    ground.advance(SETTLE)
+    regularized = mb_simulator(robot, True, cache, stiction=False)
+    for sim in (ground, regularized):
+        place(sim, robot, robot.height, True)
+        sim.advance(SETTLE)
     standing_height, feet = float(ground.q[2]), touching(ground)
     place(bare, robot, AIR, False)
     m, d = mujoco_standing(robot)
     mj_height, mj_contacts = float(d.qpos[2]), int(d.ncon)
     span = STEPS_PER_CALL * DT
-    functions = {"ground": lambda: ground.advance(span), "no_ground": lambda: bare.advance(span),
-                 "mj_rk4": lambda: mujoco.mj_step(m, d, STEPS_PER_CALL)}
+    functions = {"ground": lambda: ground.advance(span), "ground_regularized": lambda: regularized.advance(span),
+                 "no_ground": lambda: bare.advance(span), "mj_rk4": lambda: mujoco.mj_step(m, d, STEPS_PER_CALL)}
     result = timed_together(functions, repeats, STEPS_PER_CALL)
     period_steps = int(round(PERIOD / DT))  # what the node advances per call, Python around it included
     result.update(timed_together({"ground_period": lambda: ground.advance(PERIOD)}, 10 * repeats, period_steps))
     place(ground, robot, AIR, False)
     result.update(timed_together({"ground_air": lambda: ground.advance(span)}, repeats, STEPS_PER_CALL))
     return {"name": robot.name, "dof": len(ground.speed_names), "contact_features": len(ground.model.contact_names),
-            "standing_height": standing_height, "touching": feet, "mj_height": mj_height,
+            "anchor_states": len(ground.electrical_state_names), "standing_height": standing_height,
+            "regularized_height": float(regularized.q[2]), "touching": feet, "mj_height": mj_height,
             "mj_contacts": mj_contacts, **result}
 
 
@@ -273,13 +285,14 @@ def markdown(results: list[dict]) -> str:
     ratio = lambda r, a, b: f"{r[a]['best'] / r[b]['best']:.2f}"  # noqa: E731
     m = machine()
     lines = [f"Machine: {m['cpu']}, {m['cores']} cores, load average (1 min) {m['load_average_at_start'][0]:.1f}", "",
-             "| robot | DoF | features | height (mb / mj) [m] | ground [us] | ground, in the air [us] | no ground [us] "
-             "| MuJoCo RK4 [us] | ground / no ground | ground / MuJoCo |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| robot | DoF | features | height (mb / mj) [m] | ground [us] | regularized [us] | ground, in the air [us] "
+             "| no ground [us] | MuJoCo RK4 [us] | ground / no ground | ground / MuJoCo |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r['name']} | {r['dof']} | {r['contact_features']} | {r['standing_height']:.3f} / "
-                     f"{r['mj_height']:.3f} | {us(r, 'ground')} | {us(r, 'ground_air')} | {us(r, 'no_ground')} | "
-                     f"{us(r, 'mj_rk4')} | {ratio(r, 'ground', 'no_ground')} | {ratio(r, 'ground', 'mj_rk4')} |")
+                     f"{r['mj_height']:.3f} | {us(r, 'ground')} | {us(r, 'ground_regularized')} | {us(r, 'ground_air')} | "
+                     f"{us(r, 'no_ground')} | {us(r, 'mj_rk4')} | {ratio(r, 'ground', 'no_ground')} | "
+                     f"{ratio(r, 'ground', 'mj_rk4')} |")
     nodes = [r for r in results if r.get("node_factor") is not None]
     if nodes:
         lines += ["", "| robot | node: robot-seconds per wall second (median of 1 s reports; range) | node height [m] "
@@ -295,7 +308,8 @@ def markdown(results: list[dict]) -> str:
                   "Simulator.advance call: 1 ms / that cost bounds what any node can reach."]
     lines += ["", "Best of the repeats, one RK4 step at 1 ms (mb_sim: Simulator.advance with plain-PD servos, N steps "
               "per call; MuJoCo: mj_step with mjINT_RK4 and position actuators); standing: 2 s after a drop, feet on "
-              "the plane; in the air / no ground: 1 m up, gravity off."]
+              "the plane; ground: the default, Coulomb friction with a sticking point (3 states) per contact "
+              "feature; regularized: <ground stiction=\"false\">; in the air / no ground: 1 m up, gravity off."]
     return "\n".join(lines)
 
 
