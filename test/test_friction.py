@@ -388,3 +388,40 @@ def test_gazebo_blocks_of_one_link_merge_and_value_attributes_read():
         warnings.simplefilter("ignore")
         caster = parse_urdf(base_urdf(tags)).extensions.link_contacts["caster"]
     assert caster.friction == 0.2 and "<mu1> 0.5 and <mu2> 0.2" in caster.read[0]
+
+
+# -- rolling and spinning friction ------------------------------------------------------------------
+def rolling_ball(tmp_path: Path, contact: str) -> Path:
+    """A 2 kg ball (r = 0.1 m, solid: I = 2/5 m r^2) on the ground, its own contact parameters `contact`."""
+    path = tmp_path / "rolling.urdf"
+    path.write_text(f"""<robot name="rolling"><link name="world"/>
+  <joint name="free" type="floating"><parent link="world"/><child link="ball"/><origin xyz="0 0 0.1"/></joint>
+  <link name="ball"><inertial><mass value="2"/><inertia ixx="0.008" iyy="0.008" izz="0.008" ixy="0" ixz="0" iyz="0"/>
+  </inertial><collision><geometry><sphere radius="0.1"/></geometry></collision></link>
+  <mb_sim><ground friction="1"/><contact link="ball" {contact}/></mb_sim></robot>""")
+    return path
+
+
+def test_rolling_friction_slows_a_rolling_ball_as_the_closed_form_says(tmp_path, cache):
+    """Torque mu_r f_n against rolling: a rolling solid sphere decelerates at (5/7) mu_r g / r
+    (0.0701 m/s^2 for mu_r = 1 mm, r = 0.1 m)."""
+    sim = Simulator(rolling_ball(tmp_path, 'rolling_friction="0.001"'), cache_dir=cache)
+    sim.set_state(velocities={"free_vx": 1.0, "free_wy": 10.0})  # rolling along x (child axes = world here)
+    sim.advance(0.2)
+    v0 = sim.u[0]
+    sim.advance(1.0)
+    deceleration = v0 - sim.u[0]
+    print(f"rolling: {deceleration:.5f} m/s^2 (closed form {5 / 7 * 0.001 * G / 0.1:.5f})")
+    assert deceleration == pytest.approx(5 / 7 * 0.001 * G / 0.1, rel=1e-3)
+
+
+def test_spinning_friction_stops_a_spinning_ball_as_the_closed_form_says(tmp_path, cache):
+    """Torque mu_s f_n against spinning about the normal: a solid sphere's spin decelerates at
+    mu_s m g / I = 2.5 mu_s g / r^2 (2.45 rad/s^2 for mu_s = 1 mm, r = 0.1 m)."""
+    sim = Simulator(rolling_ball(tmp_path, 'spinning_friction="0.001"'), cache_dir=cache)
+    sim.set_state(velocities={"free_wz": 5.0})
+    sim.advance(0.2)
+    w0 = sim.u[5]
+    sim.advance(1.0)
+    print(f"spinning: {w0 - sim.u[5]:.4f} rad/s^2 (closed form {2.5 * 0.001 * G / 0.01:.4f})")
+    assert w0 - sim.u[5] == pytest.approx(2.5 * 0.001 * G / 0.1 ** 2, rel=2e-3)  # (w_s's regularization: 5e-4)
