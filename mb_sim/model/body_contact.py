@@ -36,7 +36,7 @@ from mb_sim.model.contact import ContactFeature, _guard, bounding_sphere, contac
 from mb_sim.model.contact_law import (
     ContactLaw, contact_energy, contact_force, contact_parameters, default_parameters, stiction_parameters,
 )
-from mb_sim.model.stiction import anchor_states, anchor_update, define_stiction, plain, stiction_force
+from mb_sim.model.stiction import AnchorFields, anchor_states, anchor_update, define_stiction, plain, stiction_force
 from mb_sim.urdf import CollisionDescription, ContactPairDescription
 from mb_sim.urdf.description import SelfCollisionDescription
 
@@ -48,7 +48,7 @@ TARGET_SHAPES = ("sphere", "capsule")
 DISTANCE_REGULARIZATION = 1e-9
 
 
-class BodyContact(ConnectionBase):
+class BodyContact(AnchorFields, ConnectionBase):
     """``<contact_pair>`` (or ``<self_collision>``): the shapes of each pair of links touch (see
     the module docstring).
 
@@ -74,15 +74,7 @@ class BodyContact(ConnectionBase):
         self.stiction = bool(getattr(description, "stiction", False))
         self._defaults.update(stiction_parameters(mass, gravity, description.stiffness, description.exponent, lightest))
         self.rows: list[Matrix] = []
-        #: With stiction: per check its anchor (3 states in the target link's axes), friction term
-        #: and frame (the target's link); after the derivation the anchors' rates and values after a
-        #: step (plain symbols), the tangential springs' energy.
-        self.anchors: list[Matrix] = []
-        self.anchor_frictions: list[Expr] = []
-        self.anchor_frames: list[str | None] = []
-        self.anchor_rates: dict = {}
-        self.anchor_updates: dict = {}
-        self.stiction_energy: Expr = S.Zero
+        self._no_anchors()  # stiction's fields (anchors in the target link's axes)
 
     def resolve(self, links: dict, joints: dict) -> None:
         """Nothing to look up: shapes name their links (checked by the URDF reader)."""
@@ -105,10 +97,6 @@ class BodyContact(ConnectionBase):
             self.anchor_frictions = [self.mu] * len(self.features)
             self.anchor_frames = [target.link for _, _, target in self.checks]
         self.law_of_pair = ContactLaw(self.k, self.c, self.p, self.mu, self.v_s, *stiction)
-
-    def electrical_states(self) -> list[tuple[Expr, Expr, Expr]]:
-        """With stiction, the anchors: ``(state, rate, 0)`` (rates known after the contact loads)."""
-        return [(state, self.anchor_rates.get(state, S.Zero), S.Zero) for anchor in self.anchors for state in anchor]
 
     def elastic_energy(self) -> Expr:
         """The energy stored in the contacts (after the derivation's contact loads)."""

@@ -37,7 +37,7 @@ from mb_sim.model.contact_law import (  # (the defaults' constants re-exported: 
     stiction_parameters,
 )
 from mb_sim.model.parameters import parameter
-from mb_sim.model.stiction import anchor_states, anchor_update, define_stiction, plain, stiction_force
+from mb_sim.model.stiction import AnchorFields, anchor_states, anchor_update, define_stiction, plain, stiction_force
 from mb_sim.urdf import CollisionDescription, GroundDescription
 from mb_sim.urdf.contact_geometry import ContactFeature, bounding_sphere, contact_features
 
@@ -57,7 +57,7 @@ ANCHOR_MARGIN = Float(0.05)
 RIM_TILT = 0.02
 
 
-class GroundContact(ConnectionBase):
+class GroundContact(AnchorFields, ConnectionBase):
     """``<ground>``: the plane every collision shape of the robot's moving links touches.
 
     Parameters (symbols, named ``<ground>_height`` ...): height h, stiffness k, damping c,
@@ -84,15 +84,7 @@ class GroundContact(ConnectionBase):
         self._defaults.update(stiction_parameters(mass, gravity, description.stiffness, description.exponent, lightest))
         self.rows: list[Matrix] = []
         self.row_laws: list[ContactLaw] = []  # per row, the law of its link
-        #: With stiction: per feature its anchor (3 states, world axes), friction term and frame
-        #: (None: the world); after the derivation the anchors' rates and values after a step (plain
-        #: symbols), the tangential springs' energy.
-        self.anchors: list[Matrix] = []
-        self.anchor_frictions: list[Expr] = []
-        self.anchor_frames: list[str | None] = []
-        self.anchor_rates: dict = {}
-        self.anchor_updates: dict = {}
-        self.stiction_energy: Expr = S.Zero
+        self._no_anchors()  # stiction's fields (anchors in world axes)
 
     def resolve(self, links: dict, joints: dict) -> None:
         """Nothing to look up: shapes name their links (checked by the URDF reader)."""
@@ -119,12 +111,6 @@ class GroundContact(ConnectionBase):
             self.anchor_frictions = [self.law(shape.link).mu for shape, features in self.shape_features()
                                      for _ in features]
             self.anchor_frames = [None] * len(self.features)
-
-    def electrical_states(self) -> list[tuple[Expr, Expr, Expr]]:
-        """With stiction, the anchors: ``(state, rate, 0)``; the rate (the contact point's motion
-        over the material, zero for a corner) is known after the derivation's contact loads, zero
-        before (only the states are read then)."""
-        return [(state, self.anchor_rates.get(state, S.Zero), S.Zero) for anchor in self.anchors for state in anchor]
 
     def shape_features(self) -> list[tuple[CollisionDescription, list[ContactFeature]]]:
         """Each shape with its features, in order."""

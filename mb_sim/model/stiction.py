@@ -22,7 +22,28 @@ from mb_sim.model.base import symbol_name
 from mb_sim.model.contact_law import ContactLaw
 from mb_sim.model.parameters import dynamic_symbol, parameter
 
-__all__ = ["anchor_states", "anchor_update", "define_stiction", "plain", "stiction_force"]
+__all__ = ["AnchorFields", "anchor_states", "anchor_update", "define_stiction", "plain", "stiction_force"]
+
+
+class AnchorFields:
+    """What a contact component with stiction holds (the ground's and a pair's alike): per
+    feature its anchor (3 states), friction term and frame (None: the world); after the
+    derivation the anchors' rates and values after a step (plain symbols), and the tangential
+    springs' energy.  Empty until the component defines its objects with stiction on."""
+
+    def _no_anchors(self) -> None:
+        self.anchors: list[Matrix] = []
+        self.anchor_frictions: list[Expr] = []
+        self.anchor_frames: list[str | None] = []
+        self.anchor_rates: dict = {}
+        self.anchor_updates: dict = {}
+        self.stiction_energy: Expr = S.Zero
+
+    def electrical_states(self) -> list[tuple[Expr, Expr, Expr]]:
+        """With stiction, the anchors: ``(state, rate, 0)``; the rate (the contact point's motion
+        over the material, zero for a corner) is known after the derivation's contact loads, zero
+        before (only the states are read then)."""
+        return [(state, self.anchor_rates.get(state, S.Zero), S.Zero) for anchor in self.anchors for state in anchor]
 
 #: A divisor's floor where it is divided by only when larger (NumPy evaluates every branch).
 _TINY = Float(1e-300)

@@ -275,11 +275,13 @@ class RunawayWatch:
         u = self._u
         if u.dot(u) > self._smallest_squared and (error := self.speed_runaway(time)) is not None:
             raise error
+        evaluated = False  # (one output evaluation serves the contacts' and the energy's judgements)
         if self._contacts is not None:
             self._contact_pending += steps
             if self._contact_pending >= ENERGY_CHECK_STEPS:
                 self._contact_pending = 0
                 self._model.evaluate_into(time)
+                evaluated = True
                 self._judge_contacts(time)
         if self._reference is None:
             return
@@ -290,7 +292,8 @@ class RunawayWatch:
         if self._pending < ENERGY_CHECK_STEPS:
             return
         self._pending = 0
-        self._model.evaluate_into(time)
+        if not evaluated:
+            self._model.evaluate_into(time)
         out = self._out
         kinetic = out.item(self._kinetic_at)
         energy = kinetic + out.item(self._potential_at)
