@@ -33,6 +33,7 @@ from sympy import Expr, S
 
 from mb_sim.model.base import ConnectionBase
 from mb_sim.model.contact import ContactFeature, _guard, bounding_sphere, contact_features
+from mb_sim.model.manifold import SLOTS, SlotGroup, slot_loads, slot_parameters
 from mb_sim.model.contact_law import (
     ContactLaw, contact_energy, contact_force, contact_parameters, default_parameters, stiction_parameters,
 )
@@ -67,10 +68,17 @@ class BodyContact(AnchorFields, ConnectionBase):
         self.pairs = list(pairs) if pairs is not None else [(description.link1, description.link2)]
         self._defaults = default_parameters(mass, gravity, description.stiffness, description.exponent, lightest,
                                             description.friction)
-        self.groups = [(pair, _shape_pairs(pair, shapes)) for pair in self.pairs]
+        manifold = isinstance(description, ContactPairDescription)  # <self_collision> stays closed-form
+        self.groups = [(pair, _shape_pairs(pair, shapes, manifold)) for pair in self.pairs]
         self.checks: list[tuple[CollisionDescription, ContactFeature, CollisionDescription]] = [
             check for _, group in self.groups for _, _, checks in group for check in checks]
         self.features = [ContactFeature(f"{f.name}@{t.link}/{t.index}", f.centre, f.radius) for _, f, t in self.checks]
+        self.slot_groups = [SlotGroup(k, *pair, found, getattr(description, "points", SLOTS))
+                            for k, (pair, found) in enumerate((pair, _manifold_pairs(pair, shapes))
+                                                              for pair in self.pairs if manifold)
+                            if found]
+        self.features += [ContactFeature(name, (0.0, 0.0, 0.0), 0.0)
+                          for group in self.slot_groups for name in group.feature_names()]
         self.stiction = bool(getattr(description, "stiction", False))
         self._defaults.update(stiction_parameters(mass, gravity, description.stiffness, description.exponent, lightest))
         self.rows: list[Matrix] = []
@@ -89,13 +97,16 @@ class BodyContact(AnchorFields, ConnectionBase):
                                   "damping": value(pair.damping, "damping"), "exponent": pair.exponent,
                                   "friction": pair.friction,
                                   "stick_velocity": value(pair.stick_velocity, "stick_velocity")}, owner)
+        for group in self.slot_groups:
+            slot_parameters(self, group)
         stiction = ()
         if self.stiction:
             stiction = self.k_t, self.c_t = define_stiction(self, {"stiction_stiffness": pair.stiction_stiffness,
                                               "stiction_damping": pair.stiction_damping}, self._defaults, owner)
             self.anchors = anchor_states(self, self.features, "target link")
             self.anchor_frictions = [self.mu] * len(self.features)
-            self.anchor_frames = [target.link for _, _, target in self.checks]
+            self.anchor_frames = [target.link for _, _, target in self.checks] + [
+                group.link2 for group in self.slot_groups for _ in range(group.count)]
         self.law_of_pair = ContactLaw(self.k, self.c, self.p, self.mu, self.v_s, *stiction)
 
     def elastic_energy(self) -> Expr:
@@ -120,7 +131,19 @@ class BodyContact(AnchorFields, ConnectionBase):
                 outer = _guard(clearance < 0, temps)
             for first, second, checks in group:
                 loads += self._shape_pair_loads(link_state, reference, temps, outer, first, second, checks)
+        for group in self.slot_groups:
+            anchors = [next(self._anchor_iter) for _ in range(group.count)] if self.anchors else None
+            found, energy = slot_loads(group, self.law_of_pair, link_state, reference, temps, _guard,
+                                       anchors, self.rows, self.anchor_updates, self.anchor_rates)
+            loads += found
+            self.stiction_energy += energy
         return loads
+
+    @property
+    def row_links(self) -> list[tuple[str, str]]:
+        """Per row of ``contact_states``: the link its force acts on and the one getting the opposite."""
+        return [(shape.link, target.link) for shape, _, target in self.checks] + [
+            (group.link1, group.link2) for group in self.slot_groups for _ in range(group.count)]
 
     def _shape_pair_loads(self, link_state, reference: Matrix, temps, outer, first: CollisionDescription,
                           second: CollisionDescription, checks: list) -> list:
@@ -186,7 +209,8 @@ class BodyContact(AnchorFields, ConnectionBase):
         """What the derivation reads besides the parameters: every check's feature and target."""
         return repr((self.name, [(s.link, f.centre, f.radius, t.link, t.shape, t.size, np.round(t.xyz, 15).tolist(),
                                   np.round(t.rotation, 15).tolist(), bounding_sphere(contact_features(s))[1])
-                                 for s, f, t in self.checks]))
+                                 for s, f, t in self.checks],
+                     [(g.link1, g.link2, g.count) for g in self.slot_groups]))
 
     def _check_geometry(self, check: tuple, motion: dict, guarded) -> tuple:
         """Label, contact point x, normal n (world) and penetration d of one check, as temporaries
@@ -217,14 +241,17 @@ class BodyContact(AnchorFields, ConnectionBase):
         return guarded(centre + along * axis, f"nearest point on the axis of {label} (world)"), float(target.size[0])
 
 
-def _shape_pairs(pair: tuple[str, str], shapes: list[CollisionDescription]) -> list[
+def _shape_pairs(pair: tuple[str, str], shapes: list[CollisionDescription], manifold: bool = False) -> list[
         tuple[CollisionDescription, CollisionDescription, list]]:
     """The shape pairs of a link pair that have checks: ``(shape of link1, shape of link2,
-    checks)``, each check ``(feature's shape, feature, target)`` (see :func:`_checked`)."""
+    checks)``, each check ``(feature's shape, feature, target)`` (see :func:`_checked`); with
+    `manifold` only pairs of two round shapes (the others touch through slots)."""
     by_link = [[s for s in shapes if s.link == link] for link in pair]
     found = []
     for first in by_link[0]:
         for second in by_link[1]:
+            if manifold and not _round_pair(first, second):
+                continue
             checks = [(shape, feature, target)
                       for is_second, (shape, target) in enumerate(((first, second), (second, first)))
                       if _checked(shape.shape, target.shape, bool(is_second))
@@ -232,6 +259,18 @@ def _shape_pairs(pair: tuple[str, str], shapes: list[CollisionDescription]) -> l
             if checks:
                 found.append((first, second, checks))
     return found
+
+
+def _round_pair(first: CollisionDescription, second: CollisionDescription) -> bool:
+    """Whether two shapes touch in closed form (spheres and capsules) rather than through slots."""
+    return first.shape in TARGET_SHAPES and second.shape in TARGET_SHAPES
+
+
+def _manifold_pairs(pair: tuple[str, str], shapes: list[CollisionDescription]) -> list[
+        tuple[CollisionDescription, CollisionDescription]]:
+    """The shape pairs of a link pair the collision library checks (not both round)."""
+    by_link = [[s for s in shapes if s.link == link] for link in pair]
+    return [(first, second) for first in by_link[0] for second in by_link[1] if not _round_pair(first, second)]
 
 
 def _link_sphere(group: list, side: int) -> tuple[np.ndarray, float]:

@@ -131,9 +131,7 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
         ground.link_notes = {link: (*c.read, *(f"not simulated: {line}" for line in c.ignored))
                              for link, c in extensions.link_contacts.items() if link in ground.link_values}
         connections.append(ground)
-    connections += [BodyContact(pair, description.collisions, mass, gravity,
-                                _lightest_body(description, [c for c in description.collisions
-                                                             if c.link in (pair.link1, pair.link2)]))
+    connections += [BodyContact(pair, description.collisions, mass, gravity, _lightest_point(description, pair))
                     for pair in extensions.contact_pairs]
     if extensions.self_collision is not None:
         connections.append(_self_collision(description, mass, gravity))
@@ -196,6 +194,13 @@ def _check_self_collision_size(description: RobotDescription, contact: BodyConta
                     f"robot '{description.name}': {len(contact.checks)} point-shape checks in {len(contact.pairs)} link "
                     f"pairs, above the {MAX_SELF_COLLISION_CHECKS} whose code mb_sim compiles in reasonable time; "
                     f"restrict it with links=\"...\" or exclude=\"linkA:linkB ...\" (largest pairs: {largest})")
+
+
+def _lightest_point(description: RobotDescription, pair) -> float | None:
+    """The lightest contact point of a pair's two links (its defaults keep RK4 stable there: a
+    cube's corner turning it about its centre is a quarter of its mass)."""
+    shapes = [c for c in description.collisions if c.link in (pair.link1, pair.link2)]
+    return contact_effective_mass(shapes, description.links, description.joints) or _lightest_body(description, shapes)
 
 
 def _lightest_body(description: RobotDescription, shapes: list) -> float | None:

@@ -238,7 +238,8 @@ def _describe_component(component: ComponentBase, indent: int) -> list[str]:
             extra = f" ({len(child.shapes)} collision shapes, {len(child.features)} contact points)"
         elif isinstance(child, BodyContact):
             extra = (f" ({child.pair_description.link1} <-> {child.pair_description.link2}: "
-                     f"{len(child.checks)} point-shape checks)")
+                     f"{len(child.checks)} point-shape checks, "
+                     f"{sum(g.count for g in child.slot_groups)} contact slots)")
         elif isinstance(child, RigidLink) and child.is_massless:
             extra = " (massless)"
         lines.append(f"{'  ' * indent}{kind} '{child.name}'{extra}")

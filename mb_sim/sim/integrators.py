@@ -21,6 +21,7 @@ import numpy as np
 
 from mb_sim.codegen.errors import FactorizationError
 from mb_sim.sim.errors import SimulationError
+from mb_sim.sim.manifolds import ContactManifolds
 from mb_sim.sim.robot_model import RobotModel
 from mb_sim.sim.runaway import RunawayWatch
 from mb_sim.sim.servos import JointServos
@@ -54,6 +55,7 @@ class Steppable(Protocol):
     atol: float
     runaway: RunawayWatch
     servos: JointServos
+    manifolds: ContactManifolds
 
     def failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
         """The error for failure `code` of the numeric model at the (restored) current state."""
@@ -82,10 +84,14 @@ class FixedStepRK4:
         if steps == 0:
             return
         model, dt, start, done, watch = sim.model, sim.dt, sim.time, 0, sim.runaway
+        manifolds = sim.manifolds if sim.manifolds.active else None
         watch.begin(start)
         try:
             while done < steps:
                 chunk = steps - done if steps - done < MAX_STEPS_PER_CALL else MAX_STEPS_PER_CALL
+                if manifolds is not None:  # coal finds the contacts before every step
+                    manifolds.refresh(start + done * dt)
+                    chunk = 1
                 if sim.servos.active:  # a trajectory's next segment starts with the first step after it
                     upcoming = sim.servos.refresh(start + done * dt)
                     if upcoming < math.inf:
@@ -134,6 +140,7 @@ class AdaptiveSciPy:
             return np.concatenate([b.qdot, b.udot, b.zdot])
 
         sim.runaway.begin(t0)
+        sim.manifolds.refresh(t0)  # the contacts found once per advance (rk4 finds them every step)
         try:  # a rejected trial (an infinite rate) is the solver's to handle, whatever the caller's error state
             with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                 solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.method,

@@ -102,6 +102,23 @@ class AnchorFacts:
 
 
 @dataclass(frozen=True)
+class ManifoldFacts:
+    """The contact slots of one link pair (:mod:`mb_sim.model.manifold`), for the simulator that
+    fills them: its links, its shapes (``(shape, size, xyz, rotation row-major, hull points
+    flattened)`` in each link's frame), the shape pairs to check (indices into the two lists), per
+    slot its nine parameters and, with stiction, its anchor's three states."""
+
+    component: str
+    link1: str
+    link2: str
+    shapes1: tuple
+    shapes2: tuple
+    pairs: tuple[tuple[int, int], ...]
+    parameters: tuple[tuple[str, ...], ...]
+    anchors: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True)
 class ImuFacts:
     """An IMU: its link and mounting (a URDF origin in the link)."""
 
@@ -126,6 +143,7 @@ class ForceTorqueFacts:
 
 _NESTED = {"joints": JointFacts, "efforts": InputFacts, "voltages": InputFacts, "stops": StopFacts,
            "motors": MotorFacts, "springs": SpringFacts, "anchors": AnchorFacts, "imus": ImuFacts,
+           "manifolds": ManifoldFacts,
            "force_torques": ForceTorqueFacts}
 
 
@@ -154,6 +172,7 @@ class RobotFacts:
     motors: tuple[MotorFacts, ...] = ()
     springs: tuple[SpringFacts, ...] = ()
     anchors: tuple[AnchorFacts, ...] = ()
+    manifolds: tuple[ManifoldFacts, ...] = ()
     imus: tuple[ImuFacts, ...] = ()
     force_torques: tuple[ForceTorqueFacts, ...] = ()
     contact_links: tuple[tuple[str, str | None], ...] = ()
@@ -256,6 +275,7 @@ def robot_facts(robot) -> RobotFacts:
         springs=tuple(SpringFacts(name, term(s.velocity_offset), term(s.active))
                       for name, s in robot.spring_dampers.items()),
         anchors=tuple(_anchors(robot, symbol_name, term)),
+        manifolds=tuple(_manifolds(robot, symbol_name)),
         imus=tuple(ImuFacts(imu.name, imu.link, tuple(float(v) for v in imu.xyz), tuple(float(v) for v in imu.rpy))
                    for imu in getattr(robot, "imus", [])),
         force_torques=tuple(_force_torque(robot, sensor) for sensor in getattr(robot, "force_torques", [])),
@@ -307,6 +327,36 @@ def _force_torque(robot, sensor) -> ForceTorqueFacts:
                             tuple(robot.force_torque_subtree(sensor)))
 
 
+def _manifolds(robot, symbol_name) -> list[ManifoldFacts]:
+    """Every link pair's contact slots, with the shapes the simulator checks."""
+    found = []
+    for contact in robot.walk():
+        groups = getattr(contact, "slot_groups", [])
+        offset = len(getattr(contact, "checks", []))
+        for group in groups:
+            shapes = [[], []]  # each shape once (by identity: they hold arrays)
+            for pair in group.shape_pairs:
+                for side in (0, 1):
+                    if not any(pair[side] is s for s in shapes[side]):
+                        shapes[side].append(pair[side])
+            pairs = tuple(tuple(next(k for k, s in enumerate(shapes[side]) if s is pair[side]) for side in (0, 1))
+                          for pair in group.shape_pairs)
+            anchors = tuple(tuple(symbol_name(s) for s in anchor)
+                            for anchor in contact.anchors[offset:offset + group.count]) if contact.anchors else ()
+            offset += group.count
+            found.append(ManifoldFacts(contact.name, group.link1, group.link2,
+                                       *(tuple(_shape_record(shape) for shape in side) for side in shapes), pairs,
+                                       tuple(tuple(str(s) for s in row) for row in group.symbols), anchors))
+    return found
+
+
+def _shape_record(shape) -> tuple:
+    """A collision shape as plain numbers: (shape, size, xyz, rotation row-major, hull points flattened)."""
+    points = () if shape.points is None else tuple(float(v) for v in np.asarray(shape.points, float).ravel())
+    return (shape.shape, tuple(float(v) for v in shape.size), tuple(float(v) for v in shape.xyz),
+            tuple(float(v) for v in np.asarray(shape.rotation, float).ravel()), points)
+
+
 def _contact_links(robot) -> list[tuple[str, str | None]]:
     """Per contact feature, in the derivation's order, the link its force acts on and the link that
     gets the opposite force (None for a ground).  A feature is named ``<link>/<collision
@@ -314,6 +364,9 @@ def _contact_links(robot) -> list[tuple[str, str | None]]:
     may hold a /."""
     links = []
     for component in robot.walk():
+        if hasattr(component, "row_links"):  # a contact pair says it
+            links += component.row_links
+            continue
         for feature in getattr(component, "features", []) if hasattr(component, "kinematic_loads") else []:
             own, _, other = feature.name.partition("@")
             links.append((own.rsplit("/", 2)[0], other.rsplit("/", 1)[0] if other else None))
@@ -374,7 +427,7 @@ def contact_loads(robot) -> list[list[tuple[str, float]]]:
         if isinstance(component, GroundContact):
             loads += [[(shape.link, 1.0)] for shape, features in component.shape_features() for _ in features]
         elif isinstance(component, BodyContact):
-            loads += [[(shape.link, 1.0), (target.link, -1.0)] for shape, _, target in component.checks]
+            loads += [[(link, 1.0), (target, -1.0)] for link, target in component.row_links]
         elif hasattr(component, "kinematic_loads"):
             raise ValueError(f"force-torque sensors: contact component {component.name!r} "
                              f"({type(component).__name__}) is not known to them")

@@ -35,6 +35,8 @@ from mb_sim.sim.runaway import RunawayWatch, resolution_bounds, speed_bounds
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.start import StartAssembly
 from mb_sim.sim.state import STATE_MAGNITUDE, SimulationState, assign_named, check_kept, vector
+from mb_sim.sim.manifolds import ContactManifolds
+from mb_sim.urdf.scene import SceneObject, compose_scene
 from mb_sim.sim.stiction_anchors import move_anchors
 from mb_sim.sim.stiff_dissipation import stiff_joints
 from mb_sim.sim.stops import STOP_FREQUENCY, JointStops, smallest_effective_inertia
@@ -117,8 +119,12 @@ class Simulator:
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
                  servo_feed_forward: bool | None = None, initial_positions: Mapping[str, float] | None = None,
                  floating_base: bool = False, xacro_args: Mapping[str, object] | None = None,
-                 ground: bool | str | Sequence[str] = False) -> None:
+                 ground: bool | str | Sequence[str] = False, objects: Sequence[SceneObject] = ()) -> None:
         self._stepper = stepper(integrator)  # ValueError naming the choices
+        if objects:  # a scene: the robot and the objects in one URDF (mb_sim.urdf.scene)
+            if not isinstance(robot, (str, os.PathLike)):
+                raise ValueError("objects need the robot as a URDF path or text")
+            robot, floating_base = compose_scene(robot, list(objects), floating_base), False
         if not dt > 0:
             raise ValueError(f"dt must be positive, got {dt}")
         for name, tolerance in (("rtol", rtol), ("atol", atol)):
@@ -155,7 +161,8 @@ class Simulator:
         self.set_parameters(self._stops.tune(self._smallest_effective_inertia(), limits, dt) if facts.stops else {})
         self.servos = self._make_servos(servo_frequency, servo_feed_forward)
         self._sensors: dict[str, object] = {}  # IMU and force-torque sets, made when first read
-        move_anchors(robot, self.model, 0.0, to_contact_points=True)  # stiction anchors at the contact points
+        self.manifolds = ContactManifolds(facts, self.model)  # contact slots coal fills (mb_sim.sim.manifolds)
+        self._set_down()
         self.state.mark_initial()
         self.runaway.restart()  # judges the parameters (a velocity offset in the URDF)
 
@@ -260,6 +267,8 @@ class Simulator:
     def reset(self) -> None:
         """Back to the initial state (the first ``set_state`` or the neutral one), time 0."""
         self.state.reset()
+        self.manifolds.clear()
+        self.manifolds.refresh(self.time)
         self.servos.clear()
         self.runaway.restart()
 
@@ -302,7 +311,10 @@ class Simulator:
         if time is not None:
             self.time = float(time)
         if z is None:
-            move_anchors(self.robot_model, self.model, self.time, to_contact_points=True)  # set down unstressed
+            self._set_down()
+        else:
+            self.manifolds.clear()
+            self.manifolds.refresh(self.time)
         self.runaway.restart()
         if as_initial:
             self.state.mark_initial()
@@ -320,11 +332,19 @@ class Simulator:
         b = self.model.buffers
         b.q[:], b.u[:], b.z[:] = (vector(v, len(a), name) for v, a, name in ((q, b.q, "q"), (u, b.u, "u"), (z, b.z, "z")))
         self.time = float(time)
+        self.manifolds.clear()
+        self.manifolds.refresh(self.time)
         if initial is not None:
             iq, iu, iz, it = initial
             self.state.initial = (vector(iq, len(b.q), "q"), vector(iu, len(b.u), "u"), vector(iz, len(b.z), "z"),
                                   float(it))
         self.runaway.restart()
+
+    def _set_down(self) -> None:
+        """The contacts found anew and every stiction anchor at its contact point (unstressed)."""
+        self.manifolds.clear()
+        self.manifolds.refresh(self.time)
+        move_anchors(self.robot_model, self.model, self.time, to_contact_points=True)
 
     def _solve(self, q: np.ndarray, u: np.ndarray, held_q: set[int], held_u: set[int]) -> None:
         """Dependent coordinates, then speeds, solved with the held ones kept; the state is only

@@ -411,10 +411,10 @@ class LinkContactDescription:
 
 @dataclass(frozen=True)
 class ContactPairDescription:
-    """``<contact_pair link1 link2>``: the collision shapes of two links touch each other: each
-    point-like feature of one (spheres, capsule ends, box corners, mesh support points) against
-    the spheres and capsules of the other.  Parameters as :class:`GroundDescription`'s (None:
-    chosen from the robot)."""
+    """``<contact_pair link1 link2>``: the collision shapes of two links touch each other: spheres
+    and capsules in closed form, every other pair of shapes through ``points`` contact slots the
+    simulator fills from a collision library (:mod:`mb_sim.model.manifold`).  Parameters as
+    :class:`GroundDescription`'s (None: chosen from the robot)."""
 
     name: str
     link1: str
@@ -428,6 +428,8 @@ class ContactPairDescription:
     stiction: bool = True
     stiction_stiffness: float | None = None
     stiction_damping: float | None = None
+    #: Contact slots for the shapes that are not both round (a face on a face needs 4).
+    points: int = 4
 
 
 @dataclass(frozen=True)

@@ -359,9 +359,9 @@ def read_gazebo_force_torques(root: ET.Element, source: str) -> list[ForceTorque
 
 def _contact_pair(raw: ET.Element, source: str) -> ContactPairDescription:
     """``<contact_pair name link1 link2 friction stiffness damping exponent stick_velocity stiction
-    stiction_stiffness stiction_damping>``."""
+    stiction_stiffness stiction_damping points>``."""
     e = _Element(raw, source, ("name", "link1", "link2", "friction", "stiffness", "damping", "exponent",
-                               "stick_velocity", "stiction", "stiction_stiffness", "stiction_damping"))
+                               "stick_velocity", "stiction", "stiction_stiffness", "stiction_damping", "points"))
     e.children(())
     link1, link2 = e.text("link1"), e.text("link2")
     if link1 == link2:
@@ -373,7 +373,18 @@ def _contact_pair(raw: ET.Element, source: str) -> ContactPairDescription:
     return ContactPairDescription(e.name(default=f"contact_{link1}_{link2}"), link1, link2,
                                   e.number("friction", 1.0, minimum=0.0), optional["stiffness"], damping,
                                   e.number("exponent", 1.0, minimum=1.0), optional["stick_velocity"],
-                                  e.flag("stiction", True), optional["stiction_stiffness"], stiction_damping)
+                                  e.flag("stiction", True), optional["stiction_stiffness"], stiction_damping,
+                                  _slot_count(e, raw))
+
+
+def _slot_count(e, raw: ET.Element) -> int:
+    """``points``: contact slots of a pair (1 to 16; a face on a face needs 4)."""
+    if raw.get("points") is None:
+        return 4
+    value = e.number("points", minimum=1.0)
+    if value != int(value) or value > 16:
+        e.fail(f"points must be a whole number from 1 to 16, got {raw.get('points')!r}")
+    return int(value)
 
 
 def _contact(raw: ET.Element, source: str) -> LinkContactDescription:
