@@ -34,6 +34,8 @@ MATCH = 2e-3
 #: How far [m] a shape's faces are moved out where the lines through coal's patch points are cut
 #: by them: a patch's corners lie on the two shapes' edges, where rounding would make a line miss.
 CHORD_SLACK = 5e-5
+#: A pair with a round or cylindrical shape is found anew once it moved this much [m].
+ROLLING_STILL = 1e-7
 #: Sides of the prism a cylinder's penetrations are measured on.
 CYLINDER_SIDES = 32
 _ROUND = ("sphere", "capsule")
@@ -124,6 +126,8 @@ class _Group:
         self.patch_result = coal.ContactPatchResult()
         self.reach = [max(float(np.linalg.norm(s.xyz)) + s.radius for s in side) for side in self.shapes]
         self.in_use = 0
+        #: A round or cylindrical shape's contact point moves over it as it rolls: found anew every time.
+        self.curved = any(s.kind in (*_ROUND, "cylinder") for side in self.shapes for s in side)
 
     def refresh(self, poses: np.ndarray, params: np.ndarray, z: np.ndarray) -> int:
         """Write this pair's slots (and their anchors) for links at `poses` (rows of
@@ -134,15 +138,11 @@ class _Group:
         kept slot's point); of more than there are slots, :func:`_spread` chooses."""
         (R1, p1), (R2, p2) = (_frame(poses[i]) for i in self.links)
         old = params[self.parameters]
-        kept = []  # (a, b, n, depth, anchor) in world axes; anchor in link2's
-        for k in np.flatnonzero(np.any(old[:, 6:9] != 0.0, axis=1)):
-            a, b, n = p1 + R1 @ old[k, 0:3], p2 + R2 @ old[k, 3:6], R2 @ old[k, 6:9]
-            gap = b - a
-            depth = float(n @ gap)
-            if depth > -MARGIN and np.linalg.norm(gap - depth * n) < MATCH:
-                kept.append((a, b, n, depth, None if self.anchors is None else z[self.anchors[k]].copy()))
+        kept = [] if self.curved else self._kept(old, z, (R1, p1, R2, p2))
         fresh = [point + (None,) for point in self._points(R1, p1, R2, p2)
                  if all(np.linalg.norm(point[0] - slot[0]) >= MATCH for slot in kept)]
+        if self.curved and self.anchors is not None:  # the friction state carried to the new points
+            fresh = [point[:4] + (self._carried(old, z, point, (R1, p1, R2, p2)),) for point in fresh]
         count = len(self.parameters)
         chosen = _spread(kept + fresh, count)
         values = np.zeros((count, 9))
@@ -160,6 +160,32 @@ class _Group:
         params[self.parameters] = values
         self.in_use = len(chosen)
         return self.in_use
+
+    def _kept(self, old: np.ndarray, z: np.ndarray, frames: tuple) -> list:
+        """The last slots still within MARGIN whose points have slid less than MATCH apart:
+        (a, b, n, depth, anchor), world axes (the anchor in link2's)."""
+        R1, p1, R2, p2 = frames
+        kept = []
+        for k in np.flatnonzero(np.any(old[:, 6:9] != 0.0, axis=1)):
+            a, b, n = p1 + R1 @ old[k, 0:3], p2 + R2 @ old[k, 3:6], R2 @ old[k, 6:9]
+            gap = b - a
+            depth = float(n @ gap)
+            if depth > -MARGIN and np.linalg.norm(gap - depth * n) < MATCH:
+                kept.append((a, b, n, depth, None if self.anchors is None else z[self.anchors[k]].copy()))
+        return kept
+
+    def _carried(self, old: np.ndarray, z: np.ndarray, point: tuple, frames: tuple) -> np.ndarray | None:
+        """For a rolling contact's new point: the anchor (link2's axes) keeping the stiction
+        deflection of the last slot whose contact point was within MATCH of it, or None."""
+        R1, p1, R2, p2 = frames
+        here = (point[0] + point[1]) / 2
+        best, anchor = MATCH, None
+        for k in np.flatnonzero(np.any(old[:, 6:9] != 0.0, axis=1)):
+            was = ((p1 + R1 @ old[k, 0:3]) + (p2 + R2 @ old[k, 3:6])) / 2
+            distance = float(np.linalg.norm(was - here))
+            if distance < best:
+                best, anchor = distance, (here - p2) @ R2 - ((was - p2) @ R2 - z[self.anchors[k]])
+        return anchor
 
     def _points(self, R1, p1, R2, p2) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
         """Every contact point of the pair's shapes: (a on link1, b on link2, normal from link2
@@ -245,6 +271,9 @@ class ContactManifolds:
         self._weights = np.ones((len(self.groups), 2, 12))  # a pose change's reach: rotations at the shapes'
         self._weights[:, :, :9] = self._reach[:, :, None]
         self._apart = (self._reach.sum(axis=1) + MARGIN) ** 2
+        #: How far a pair's links may move before its slots are found anew: a quarter of the margin
+        #: for flat faces; for a rolling shape any motion (its normal must turn with it).
+        self._still = np.array([ROLLING_STILL if group.curved else MARGIN / 4 for group in self.groups])
 
     @property
     def active(self) -> bool:
@@ -262,7 +291,7 @@ class ContactManifolds:
         offset = now[:, 0, 9:] - now[:, 1, 9:]
         near = np.einsum("ij,ij->i", offset, offset) <= self._apart
         moved = np.einsum("ijk,ijk->i", np.abs(now - self._found), self._weights)
-        stale = ~(moved <= MARGIN / 4)  # (never found: NaN, stale)
+        stale = ~(moved <= self._still)  # (never found: NaN, stale)
         if not stale.any():
             return
         for k in np.flatnonzero(stale & near):
