@@ -73,10 +73,9 @@ class BodyContact(AnchorFields, ConnectionBase):
         self.checks: list[tuple[CollisionDescription, ContactFeature, CollisionDescription]] = [
             check for _, group in self.groups for _, _, checks in group for check in checks]
         self.features = [ContactFeature(f"{f.name}@{t.link}/{t.index}", f.centre, f.radius) for _, f, t in self.checks]
-        self.slot_groups = [SlotGroup(k, *pair, found, getattr(description, "points", SLOTS))
-                            for k, (pair, found) in enumerate((pair, _manifold_pairs(pair, shapes))
-                                                              for pair in self.pairs if manifold)
-                            if found]
+        found = [(pair, pairs) for pair in self.pairs if manifold for pairs in [_manifold_pairs(pair, shapes)] if pairs]
+        self.slot_groups = [SlotGroup(k, *_plane_last(pair, pairs), getattr(description, "points", SLOTS))
+                            for k, (pair, pairs) in enumerate(found)]
         self.features += [ContactFeature(name, (0.0, 0.0, 0.0), 0.0)
                           for group in self.slot_groups for name in group.feature_names()]
         self.stiction = bool(getattr(description, "stiction", False))
@@ -271,6 +270,19 @@ def _manifold_pairs(pair: tuple[str, str], shapes: list[CollisionDescription]) -
     """The shape pairs of a link pair the collision library checks (not both round)."""
     by_link = [[s for s in shapes if s.link == link] for link in pair]
     return [(first, second) for first in by_link[0] for second in by_link[1] if not _round_pair(first, second)]
+
+
+#: How flat a shape's surface is where it touches: a slot's plane goes on the flatter link.
+_FLATNESS = {"box": 3, "mesh": 2, "cylinder": 1, "capsule": 0, "sphere": 0}
+
+
+def _plane_last(pair: tuple[str, str], shape_pairs: list) -> tuple[str, str, list]:
+    """The link pair with the link whose shapes are flatter last (a slot's plane is on link2: a
+    plane on a rolling or faceted body would turn with it and push), and its shape pairs so."""
+    flatness = [max(_FLATNESS[p[side].shape] for p in shape_pairs) for side in (0, 1)]
+    if flatness[0] > flatness[1]:
+        return pair[1], pair[0], [(second, first) for first, second in shape_pairs]
+    return pair[0], pair[1], shape_pairs
 
 
 def _link_sphere(group: list, side: int) -> tuple[np.ndarray, float]:

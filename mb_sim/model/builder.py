@@ -131,6 +131,8 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
         ground.link_notes = {link: (*c.read, *(f"not simulated: {line}" for line in c.ignored))
                              for link, c in extensions.link_contacts.items() if link in ground.link_values}
         connections.append(ground)
+    for pair in extensions.contact_pairs:
+        _check_pair(description, pair)
     connections += [BodyContact(pair, description.collisions, mass, gravity, _lightest_point(description, pair))
                     for pair in extensions.contact_pairs]
     if extensions.self_collision is not None:
@@ -194,6 +196,22 @@ def _check_self_collision_size(description: RobotDescription, contact: BodyConta
                     f"robot '{description.name}': {len(contact.checks)} point-shape checks in {len(contact.pairs)} link "
                     f"pairs, above the {MAX_SELF_COLLISION_CHECKS} whose code mb_sim compiles in reasonable time; "
                     f"restrict it with links=\"...\" or exclude=\"linkA:linkB ...\" (largest pairs: {largest})")
+
+
+def _check_pair(description: RobotDescription, pair) -> None:
+    """URDFError for a ``<contact_pair>`` that can never touch: a link without a collision shape
+    (or with only shapes left out: inside another), or two links that never move."""
+    where = f'mb_sim contact_pair name="{pair.name}"'
+    for link in (pair.link1, pair.link2):
+        if not any(c.link == link for c in description.collisions):
+            skipped = [c for c in description.skipped_collisions if c.link == link]
+            why = f" (skipped: {skipped[0].reason})" if skipped else ""
+            raise URDFError(description.source, where, f"link '{link}' has no <collision> shape the pair can use{why}: "
+                            "the pair can never touch")
+    fixed = description.fixed_to_world()
+    if pair.link1 in fixed and pair.link2 in fixed:
+        raise URDFError(description.source, where, f"links '{pair.link1}' and '{pair.link2}' are both fixed to the "
+                        "world: the pair can never move against each other")
 
 
 def _lightest_point(description: RobotDescription, pair) -> float | None:

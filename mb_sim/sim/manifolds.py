@@ -61,7 +61,10 @@ class _Shape:
         elif kind == "cylinder":
             self.geometry, self.radius = coal.Cylinder(size[0], size[1]), math.hypot(size[0], size[1] / 2)
         else:  # a mesh: its hull's points
-            self.geometry = coal.Convex.convexHull(hull, False, "")
+            vertices = coal.StdVec_Vec3s()
+            for vertex in hull:
+                vertices.append(vertex)
+            self.geometry = coal.Convex.convexHull(vertices, False, "")
             self.radius = float(np.linalg.norm(hull, axis=1).max())
         self.faces = None if kind in _ROUND else convex_faces(kind, size, hull)
 

@@ -351,8 +351,10 @@ def _manifolds(robot, symbol_name) -> list[ManifoldFacts]:
 
 
 def _shape_record(shape) -> tuple:
-    """A collision shape as plain numbers: (shape, size, xyz, rotation row-major, hull points flattened)."""
-    points = () if shape.points is None else tuple(float(v) for v in np.asarray(shape.points, float).ravel())
+    """A collision shape as plain numbers: (shape, size, xyz, rotation row-major, its hull's vertices
+    flattened: a mesh's all, scaled)."""
+    hull = shape.hull if getattr(shape, "hull", None) is not None else shape.points
+    points = () if hull is None else tuple(float(v) for v in np.asarray(hull, float).ravel())
     return (shape.shape, tuple(float(v) for v in shape.size), tuple(float(v) for v in shape.xyz),
             tuple(float(v) for v in np.asarray(shape.rotation, float).ravel()), points)
 

@@ -18,7 +18,7 @@ import numpy as np
 from mb_sim.urdf.description import COLLISION_SHAPES, CollisionDescription, GroundDescription, SkippedCollision
 from mb_sim.urdf.contact_geometry import contact_features
 from mb_sim.urdf.errors import URDFError
-from mb_sim.urdf.meshes import MeshError, read_mesh_vertices, resolve_mesh, support_points
+from mb_sim.urdf.meshes import MeshError, hull_points, read_mesh_vertices, resolve_mesh, support_points
 from mb_sim.urdf.numbers import read_numbers
 from mb_sim.urdf.rotations import rpy_to_matrix
 
@@ -87,6 +87,7 @@ def _collision(element: ET.Element, link: str, index: int, source: str,
     where = f"{label} <{shape.tag}>"
     kind = shape.tag
     filename, points = "", None
+    hull = None
     if kind == "sphere":
         size = (_size(shape, "radius", source, where),)
     elif kind == "box":
@@ -103,7 +104,8 @@ def _collision(element: ET.Element, link: str, index: int, source: str,
                                                                               "factor flattens the mesh)")
         size = tuple(scale)
         try:
-            points = support_points(read_mesh_vertices(resolve_mesh(filename, urdf_path)), scale)
+            hull = hull_points(read_mesh_vertices(resolve_mesh(filename, urdf_path)), scale)
+            points = support_points(None, scale, hull=hull)
         except MeshError as err:
             raise URDFError(source, f"{where} filename=\"{filename}\"", str(err)) from None
         if float(np.abs(points).max()) > _MAX_SIZE:
@@ -111,7 +113,7 @@ def _collision(element: ET.Element, link: str, index: int, source: str,
                                                                       f"from its origin, above {_MAX_SIZE:g}: no robot's "
                                                                       "(wrong units or scale?)")
     return CollisionDescription(link, index, element.get("name") or "", kind, size, xyz, rpy_to_matrix(rpy),
-                                filename, points)
+                                filename, points, hull if kind == "mesh" else None)
 
 
 def _size(element: ET.Element, attribute: str, source: str, where: str) -> float:

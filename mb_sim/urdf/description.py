@@ -318,7 +318,8 @@ class CollisionDescription:
     of :data:`COLLISION_SHAPES`) and ``size``: radius (sphere), full extents (box), radius and
     length (cylinder, capsule: the length between the end caps' centres, along the shape's z
     axis), the scale (mesh).  A mesh carries ``points``: its convex hull's support points in the
-    shape's frame, scaled (:mod:`mb_sim.urdf.meshes`), and ``filename`` as the URDF wrote it."""
+    shape's frame, scaled (:mod:`mb_sim.urdf.meshes`), ``hull``: all its hull's vertices (what a
+    contact pair's collision library touches), and ``filename`` as the URDF wrote it."""
 
     link: str
     index: int
@@ -329,6 +330,7 @@ class CollisionDescription:
     rotation: np.ndarray
     filename: str = ""
     points: np.ndarray | None = None
+    hull: np.ndarray | None = None
 
     @property
     def label(self) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["MAX_SUPPORT_POINTS", "MeshError", "SUPPORT_DIRECTIONS", "SUPPORT_TOLERANCE", "fibonacci_directions",
-           "mesh_search_paths", "read_mesh_vertices", "recording_reads", "resolve_mesh", "support_error", "support_points"]
+           "hull_points", "mesh_search_paths", "read_mesh_vertices", "recording_reads", "resolve_mesh", "support_error", "support_points"]
 
 #: The 26 directions of a cube's faces, edges and corners (unit vectors).
 SUPPORT_DIRECTIONS = np.array([d for d in itertools.product((-1, 0, 1), repeat=3) if any(d)], dtype=float)
@@ -205,11 +205,8 @@ def _greedy_support(hull: np.ndarray, tolerance: float, limit: int) -> list[int]
     return sorted(chosen)
 
 
-def support_points(vertices: np.ndarray, scale: np.ndarray, tolerance: float = SUPPORT_TOLERANCE,
-                   limit: int = MAX_SUPPORT_POINTS) -> np.ndarray:
-    """Vertices of the mesh's convex hull (scaled) that stand for it against the ground: as many
-    as the greedy choice of the module docstring takes to fall short of the hull by at most
-    `tolerance` times its bounding-box diagonal along every direction, at most `limit` of them.
+def hull_points(vertices: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The vertices of the mesh's convex hull, scaled (what the collision library touches with).
 
     Raises
     ------
@@ -224,9 +221,24 @@ def support_points(vertices: np.ndarray, scale: np.ndarray, tolerance: float = S
     from scipy.spatial import ConvexHull, QhullError  # noqa: PLC0415 (only robots with meshes need it)
 
     try:
-        hull = points[ConvexHull(points).vertices]
+        return points[ConvexHull(points).vertices]
     except QhullError as err:
         raise MeshError(f"the mesh's convex hull cannot be built ({str(err).splitlines()[0]})") from None
+
+
+def support_points(vertices: np.ndarray, scale: np.ndarray, tolerance: float = SUPPORT_TOLERANCE,
+                   limit: int = MAX_SUPPORT_POINTS, hull: np.ndarray | None = None) -> np.ndarray:
+    """Vertices of the mesh's convex hull (scaled; `hull` if already built) that stand for it
+    against the ground: as many as the greedy choice of the module docstring takes to fall short
+    of the hull by at most `tolerance` times its bounding-box diagonal along every direction, at
+    most `limit` of them.
+
+    Raises
+    ------
+    MeshError
+        The mesh has no volume (all its vertices on a plane or a line).
+    """
+    hull = hull_points(vertices, scale) if hull is None else hull
     size = float(np.linalg.norm(np.ptp(hull, axis=0)))
     return hull[_greedy_support(hull, tolerance * size, limit)]
 
