@@ -52,18 +52,25 @@ def note(line: str) -> None:
 
 
 def load_robot(robot: str, strict: bool = False, floating_base: bool = False,
-                xacro_args: list[tuple[str, str]] | None = None, ground: bool = False) -> Robot:
+                xacro_args: list[tuple[str, str]] | None = None, ground: bool = False,
+                objects: list[str] | None = None) -> Robot:
     """The robot model of a URDF (or xacro, expanded with `xacro_args`) path or shipped robot name, or
     CommandError.  Repairs the loader made are summed up in one line on stderr (``info`` lists
-    them); `strict` refuses them.  `ground` adds the plane z = 0 where the file has no ``<ground>``."""
+    them); `strict` refuses them.  `ground` adds the plane z = 0 where the file has no ``<ground>``;
+    `objects` (``--object`` texts: :func:`mb_sim.urdf.scene.parse_object`) make it a scene."""
     from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
     from mb_sim.urdf import RepairWarning, URDFError
+    from mb_sim.urdf.scene import compose_scene, parse_object
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RepairWarning)  # listed by robot.repairs instead
-            model = load_urdf(robot_path(robot), strict=strict, floating_base=floating_base,
+            source = robot_path(robot)
+            if objects:
+                source = compose_scene(source, [parse_object(text) for text in objects], floating_base)
+                floating_base = False
+            model = load_urdf(source, strict=strict, floating_base=floating_base,
                               xacro_args=xacro_arguments(xacro_args), ground=ground)
     except (URDFError, FileNotFoundError) as err:
         raise CommandError(str(err)) from None
@@ -179,6 +186,11 @@ def add_robot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ground", action="store_true",
                         help="add the ground plane z = 0 (default contact parameters) where the URDF has no "
                              "<mb_sim><ground>: the moving links' <collision> shapes touch it")
+    parser.add_argument("--object", dest="objects", action="append", metavar="KEY=VALUE ...",
+                        help="an object beside the robot (repeatable), e.g. 'name=cube shape=box size=0.1,0.1,0.1 "
+                             "mass=1 xyz=0.5,0,0.05' or 'name=cup urdf=cup.urdf xyz=0.4,0,0.8' (keys: name shape "
+                             "size mass xyz rpy urdf fixed friction rgba); it touches the robot, the others and "
+                             "the ground")
 
 
 def add_backend(parser: argparse.ArgumentParser) -> None:

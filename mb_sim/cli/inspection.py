@@ -38,7 +38,7 @@ def _doctor(_args: argparse.Namespace) -> int:
 @user_errors
 def _describe(args: argparse.Namespace) -> int:
     """Print the component tree of a robot with every symbol's description and value."""
-    print(load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground).describe())
+    print(load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects).describe())
     return 0
 
 
@@ -50,7 +50,7 @@ def _eom(args: argparse.Namespace) -> int:
     from mb_sim.symbolic.printing import format_equations, format_summary
 
     progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    eom = derive_equations(load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground),
+    eom = derive_equations(load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects),
                            progress=progress)
     if args.full:
         print(format_equations(eom, style=args.format))
@@ -67,7 +67,7 @@ def _info(args: argparse.Namespace) -> int:
     from mb_sim.symbolic import analyse_constraints
     from mb_sim.symbolic.derive import electrical_states
 
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
+    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
     print(robot.describe())
     if robot.repairs:
         print(f"\nRepairs made while loading ({len(robot.repairs)}; --strict refuses them):")
@@ -154,7 +154,7 @@ def _derive(args: argparse.Namespace) -> int:
     from mb_sim.codegen import load_numeric_model
 
     start = time.perf_counter()
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
+    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
     loaded = time.perf_counter()
     lines: list[str] = []
 

@@ -16,7 +16,7 @@ def _operating_point(args: argparse.Namespace):
     """The robot's simulator and the joint values of --at/--fix, checked by name."""
     from mb_sim.sim import Simulator
 
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
+    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
     with culprit():
         sim = Simulator(robot, backend="c", progress=None if args.quiet else note)
     values = dict(args.at)
@@ -116,7 +116,7 @@ def _export_c(args: argparse.Namespace) -> int:
     """Write a robot's standalone C library (source, header, example, CMakeLists.txt) to OUT_DIR."""
     from mb_sim.codegen.export import export_c
 
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
+    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
     files = export_c(robot, args.out_dir, progress=None if args.quiet else note)
     for path in (files.source, files.header, *files.runtime, files.example, files.cmake):
         print(path)

@@ -89,7 +89,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground)
+    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
     inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
     _check_names(robot, inputs, initial, voltages)
     # --initial is where the model is assembled from; with --disable the constraints released no

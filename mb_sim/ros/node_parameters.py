@@ -15,6 +15,7 @@ from rclpy.parameter import Parameter
 
 from mb_sim.session import MAX_ADVANCE_STEPS
 from mb_sim.sim.state import STATE_MAGNITUDE
+from mb_sim.urdf import URDFError
 from mb_sim.urdf.xacro_expansion import parse_xacro_args
 
 __all__ = ["DEFAULT_ROBOT", "MAX_PERIOD_STEPS", "NodeParameters", "PARAMETER_BOUNDS", "StartupError",
@@ -63,7 +64,8 @@ class NodeParameters:
     servo_feed_forward: bool | None
     default_effort_limit: float | None
     ros2_control_topics: bool
-    disabled_constraints: tuple[str, ...]
+    disabled_constraints: tuple
+    objects: tuple = ()
 
 
 def descriptor(description: str, numeric: bool = False, bounded: str | None = None) -> ParameterDescriptor:
@@ -107,6 +109,10 @@ _DECLARED = {
                              "of fixing it to the world; for a root link that is not named world.", False, None),
     "ground": (False, "Add the ground plane z = 0 (default contact parameters) where the URDF has no "
                       "<mb_sim><ground>: the links' <collision> shapes touch it (load_urdf's ground).", False, None),
+    "objects": (Parameter.Type.STRING_ARRAY, "Objects beside the robot, one string each: key=value pairs, e.g. "
+                "'name=cube shape=box size=0.05,0.05,0.05 mass=0.1 xyz=0.5,0,0.025' or 'name=cup urdf=/path/cup.urdf "
+                "xyz=0.4,0,0.8' (keys: name shape size mass xyz rpy urdf fixed friction rgba). They join the robot "
+                "description (TF, RViz) and touch the robot, each other and the ground.", False, None),
     "record_file": ("", "Record commands in and states out to this MCAP file from the start (mb-sim replay re-runs "
                         "it); ~/record starts and stops recordings at run time.", False, None),
     "publish_clock": (True, "Publish /clock (sim time). With several simulation nodes in one system, let one of them "
@@ -168,7 +174,19 @@ def read_parameters(node) -> NodeParameters:
                                     "must be zero (no limit) or positive") or None,
         ros2_control_topics=value("ros2_control_topics") is not False,
         disabled_constraints=tuple(_unset_or(node, "disabled_constraints", list) or ()),
+        objects=_objects(node),
     )
+
+
+def _objects(node) -> tuple:
+    """The ``objects`` parameter's scene objects (StartupError naming the bad one)."""
+    from mb_sim.urdf.scene import parse_object
+
+    texts = _unset_or(node, "objects", list) or ()
+    try:
+        return tuple(parse_object(text) for text in texts)
+    except URDFError as err:
+        raise StartupError(f"parameter objects: {err.element}: {err.problem}") from None
 
 
 def _unset_or(node, name: str, convert: Callable):

@@ -26,6 +26,7 @@ from mb_sim.ros.qos import LATCHED_QOS
 from mb_sim.ros.teardown import interrupted, spin_until
 from mb_sim.sim import AssemblyError, SimulationError, Simulator
 from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
+from mb_sim.urdf.scene import compose_scene
 from mb_sim.urdf.xacro_expansion import expand_xacro_bounded, is_xacro, uses_xacro
 
 __all__ = ["BACKEND", "RobotSource", "STARTUP_ERRORS", "build_simulator", "load_robot", "read_robot_source",
@@ -55,7 +56,20 @@ class RobotSource:
 
 def read_robot_source(node, params: NodeParameters) -> RobotSource:
     """From robot_description, else robot_description_topic, else urdf_file; a xacro file or text is
-    expanded with xacro_args, and the loader gets the expanded text."""
+    expanded with xacro_args, and the loader gets the expanded text; with ``objects`` the scene's
+    (:mod:`mb_sim.urdf.scene`: the robot with them, what /robot_description then publishes)."""
+    robot = _robot_source(node, params)
+    if not params.objects:
+        return robot
+    try:
+        text = compose_scene(robot.source, list(params.objects), params.floating_base)
+    except URDFError as err:
+        raise StartupError(f"parameter objects: {err.element}: {err.problem}") from None
+    return RobotSource(robot.parameter, text, text, robot.topic)
+
+
+def _robot_source(node, params: NodeParameters) -> RobotSource:
+    """The robot's own source (see :func:`read_robot_source`)."""
     text = node.get_parameter("robot_description").value
     topic = node.get_parameter("robot_description_topic").value.strip()
     if text.strip() and topic:
@@ -177,8 +191,8 @@ def load_robot(node, params: NodeParameters, robot: RobotSource) -> Robot:
     made are logged."""
     try:
         with warnings_logged(node.get_logger(), skip=RepairWarning):  # repairs: listed below
-            model = load_urdf(robot.source, strict=params.strict, floating_base=params.floating_base,
-                              ground=params.ground)
+            model = load_urdf(robot.source, strict=params.strict, ground=params.ground,
+                              floating_base=params.floating_base and not params.objects)  # (a scene: composed)
     except STARTUP_ERRORS as err:
         if isinstance(err, URDFError) and err.source == "<string>" and robot.parameter == "urdf_file":
             err = URDFError(str(robot_path(node.get_parameter("urdf_file").value)), err.element, err.problem)
@@ -218,7 +232,7 @@ def simulator_options(params: NodeParameters, initial_positions: dict[str, float
     the URDF was loaded (``floating_base``, ``ground``: a replay loads the recorded URDF so)."""
     return {"default_effort_limit": params.default_effort_limit, "servo_frequency": params.servo_frequency,
             "servo_feed_forward": params.servo_feed_forward, "initial_positions": dict(initial_positions),
-            "floating_base": params.floating_base, "ground": params.ground}
+            "floating_base": params.floating_base and not params.objects, "ground": params.ground}
 
 
 def build_simulator(node, params: NodeParameters, robot: Robot, parameter: str,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mb_sim.urdf.errors import URDFError
 
-__all__ = ["SHAPES", "SceneObject", "compose_scene"]
+__all__ = ["SHAPES", "SceneObject", "compose_scene", "parse_object"]
 
 #: Built-in object shapes and the sizes they take.
 SHAPES = {"box": "size: x y z extents [m]", "sphere": "size: radius [m]",
@@ -66,6 +66,53 @@ class SceneObject:
             raise URDFError("scene", where, f"mass must be a positive finite number, got {self.mass!r}")
         if self.friction is not None and not (math.isfinite(self.friction) and self.friction >= 0):
             raise URDFError("scene", where, f"friction must be a finite number >= 0, got {self.friction!r}")
+
+
+#: The keys of an object's text form (:func:`parse_object`), the numbers each takes.
+_KEYS = {"name": 0, "shape": 0, "size": -1, "mass": 1, "xyz": 3, "rpy": 3, "urdf": 0, "fixed": 0, "friction": 1,
+         "rgba": 4}
+
+
+def parse_object(text: str) -> SceneObject:
+    """A :class:`SceneObject` from its text form (the CLI's ``--object``, the node's ``objects``):
+    white-space separated ``key=value`` pairs, numbers separated by commas, ``fixed`` alone or
+    ``fixed=true``: ``name=cube shape=box size=0.1,0.1,0.1 mass=1 xyz=0.5,0,0.05 rpy=0,0,0.3``
+    or ``name=cup urdf=/path/cup.urdf xyz=0.4,0,0.8``.  URDFError naming the text where a key is
+    unknown, missing or not a number (values are read as numbers, never evaluated)."""
+    where = f"object {text!r}"
+    values: dict[str, object] = {}
+    for item in text.split():
+        key, _, value = item.partition("=")
+        if key not in _KEYS:
+            raise URDFError("scene", where, f"unknown key {key!r}; keys: {', '.join(_KEYS)}")
+        if key in values:
+            raise URDFError("scene", where, f"{key!r} is given twice")
+        if key == "fixed":
+            if value not in ("", "true", "false", "1", "0"):
+                raise URDFError("scene", where, f"fixed takes true or false, got {value!r}")
+            values[key] = value in ("", "true", "1")
+        elif _KEYS[key] == 0:
+            values[key] = value
+        else:
+            values[key] = _floats(value, _KEYS[key], key, where)
+    if not values.get("name"):
+        raise URDFError("scene", where, "needs name=...")
+    for key in ("mass", "friction"):
+        if key in values:
+            values[key] = values[key][0]
+    item = SceneObject(**values)
+    item.check()
+    return item
+
+
+def _floats(value: str, count: int, key: str, where: str) -> tuple[float, ...]:
+    try:
+        numbers = tuple(float(v) for v in value.split(","))
+    except ValueError:
+        raise URDFError("scene", where, f"{key} must be numbers separated by commas, got {value!r}") from None
+    if count > 0 and len(numbers) != count:
+        raise URDFError("scene", where, f"{key} takes {count} number(s), got {len(numbers)}")
+    return numbers
 
 
 def compose_scene(robot: str | os.PathLike, objects: list[SceneObject], floating_base: bool = False) -> str:
