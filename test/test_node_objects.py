@@ -52,3 +52,31 @@ def test_bad_objects_stop_the_start_naming_the_parameter(node_env, value, expect
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(f"mb_sim_node: {expected}"), proc.stderr
+
+
+def test_objects_are_entities_of_the_simulation_interfaces(scene, peer):
+    """GetEntities lists the robot and the box (CATEGORY_OBJECT); the box's state is its pose on the
+    ground; SetEntityState puts it up in the air, and it falls back."""
+    from simulation_interfaces.msg import EntityCategory, Result
+    from simulation_interfaces.srv import GetEntities, GetEntityInfo, GetEntityState, SetEntityState
+
+    node = "/mb_sim"
+    listed = peer.call(GetEntities, f"{node}/get_entities", GetEntities.Request())
+    assert listed.result.result == Result.RESULT_OK and listed.entities == ["gripper_lift", "box"], listed
+    request = GetEntities.Request()
+    request.filters.categories = [EntityCategory(category=EntityCategory.CATEGORY_OBJECT)]
+    assert peer.call(GetEntities, f"{node}/get_entities", request).entities == ["box"]
+    info = peer.call(GetEntityInfo, f"{node}/get_entity_info", GetEntityInfo.Request(entity="box"))
+    assert info.info.category.category == EntityCategory.CATEGORY_OBJECT and "object 'box'" in info.info.description
+    state = peer.call(GetEntityState, f"{node}/get_entity_state", GetEntityState.Request(entity="box")).state
+    assert state.pose.position.z == pytest.approx(0.01, abs=1e-3)
+    moved = SetEntityState.Request(entity="box")
+    moved.state.pose.position.x, moved.state.pose.position.z, moved.state.pose.orientation.w = 0.3, 0.5, 1.0
+    answer = peer.call(SetEntityState, f"{node}/set_entity_state", moved)
+    assert answer.result.result == Result.RESULT_OK, answer.result.error_message
+
+    def height() -> float:
+        return peer.call(GetEntityState, f"{node}/get_entity_state", GetEntityState.Request(entity="box")).state.pose.position.z
+
+    assert height() > 0.1  # set up in the air
+    assert peer.spin_until(lambda: height() < 0.012, 30)  # fell back to the ground

@@ -23,9 +23,11 @@ What a single-robot simulator offers (:data:`FEATURES` lists exactly this):
   each slice.  The service answers at the end, or RESULT_OPERATION_FAILED saying how many steps
   it did once it has stepped for :data:`STEP_SERVICE_WALL_LIMIT` seconds.
 - ``GetEntities``, ``GetEntitiesStates``, ``GetEntityInfo``, ``GetEntityState`` and
-  ``SetEntityState``: the robot is the one entity, named by its URDF ``<robot name>`` (Gazebo
-  lists top-level models, not links), CATEGORY_ROBOT; its state is its base link's (the child of a
-  floating or planar joint out of the root link, else the root link) in ``world_frame``, twist in
+  ``SetEntityState``: the robot is an entity, named by its URDF ``<robot name>`` (Gazebo
+  lists top-level models, not links), CATEGORY_ROBOT, and so is each object of a scene (the node's
+  ``objects``: CATEGORY_OBJECT, a fixed one CATEGORY_STATIC_OBJECT); an entity's state is its base
+  link's (the child of a floating or planar joint out of the root link, else the root link; an
+  object's: the child of its joint from the world) in ``world_frame``, twist in
   world axes, acceleration not reported (zero).  Filters: the name as a POSIX-like regular
   expression matching the whole name (``re.fullmatch``'s syntax and meaning, matched in linear time
   by :mod:`mb_sim.session.name_filter`: no backreferences or lookaround), categories; a tags filter matches
@@ -34,7 +36,8 @@ What a single-robot simulator offers (:data:`FEATURES` lists exactly this):
   RESULT_OPERATION_FAILED (the definition's code for moving a static object), a planar base with
   RESULT_FEATURE_UNSUPPORTED; a bad quaternion or a non-finite number gives INVALID_POSE.
 
-Everything else (spawning, deleting, worlds, named poses, bounds, tags) is not offered.
+Everything else (spawning and deleting at run time, worlds, named poses, bounds, tags) is not offered:
+a scene's objects are given at start-up.
 """
 from __future__ import annotations
 
@@ -133,20 +136,22 @@ class _SteppingJob:
 
 
 class _Base:
-    """The robot's base link as the one entity: its pose and twist in the world, and setting them
+    """An entity's base link (the robot's, or an object's: `joint` its joint from the world; the
+    robot's leaves out the objects' joints, `exclude`): its pose and twist in the world, and setting them
     for a floating base.  The base is the child of a floating or planar joint out of the root link,
     else the root link; the root link's world pose is the identity (the node hangs it from
     ``world_frame``)."""
 
-    def __init__(self, sim) -> None:
+    def __init__(self, sim, joint: str | None = None, exclude: frozenset[str] = frozenset()) -> None:
         self.sim = sim
         robot = sim.robot
         root = robot.root_link.name
         moving = [joint for joint in robot.joints.values() if isinstance(joint, (FloatingJoint, PlanarJoint))
-                  and joint.joint_description.parent == root]
-        self.joint = moving[0] if moving else None
+                  and joint.joint_description.parent == root and joint.name not in exclude]
+        self.joint = robot.joints[joint] if joint is not None else moving[0] if moving else None  # (an object's)
         self.link = self.joint.joint_description.child if self.joint else root
-        self._twist = base_twist_function(robot, self.joint.name) if self.joint else None
+        moves = isinstance(self.joint, (FloatingJoint, PlanarJoint))
+        self._twist = base_twist_function(robot, self.joint.name) if moves else None
         if isinstance(self.joint, FloatingJoint):
             self._q = [sim.coordinate_names.index(symbol_name(q)) for q in self.joint.q]  # x y z qw qx qy qz
             self._u = [sim.speed_names.index(symbol_name(u)) for u in self.joint.u]  # vx vy vz wx wy wz
@@ -154,7 +159,8 @@ class _Base:
     @property
     def kind(self) -> str:
         """``floating``, ``planar`` or ``fixed``."""
-        return "floating" if isinstance(self.joint, FloatingJoint) else "planar" if self.joint else "fixed"
+        return ("floating" if isinstance(self.joint, FloatingJoint) else "planar" if isinstance(self.joint, PlanarJoint)
+                else "fixed")
 
     def pose(self) -> np.ndarray:
         """4x4 world pose of the base link."""
@@ -217,7 +223,12 @@ class SimulationInterfacesServer:
         self._node = node
         self._session = session
         self._publish = publish
-        self._base = _Base(session.sim)
+        objects = getattr(getattr(node, "params", None), "objects", ())  # a scene's (mb_sim.urdf.scene)
+        self._base = _Base(session.sim, exclude=frozenset(f"{o.name}_joint" for o in objects))
+        self._bases = {self.entity: self._base, **{o.name: _Base(session.sim, f"{o.name}_joint") for o in objects}}
+        self._categories = {self.entity: EntityCategory.CATEGORY_ROBOT, **{
+            o.name: EntityCategory.CATEGORY_STATIC_OBJECT if o.fixed else EntityCategory.CATEGORY_OBJECT
+            for o in objects}}
         self._job: _SteppingJob | None = None
         self._step_cost = StepCost()  # sizes the slices of stepping to STEP_SLICE_BUDGET
         handlers = {
@@ -249,7 +260,7 @@ class SimulationInterfacesServer:
 
     @property
     def entity(self) -> str:
-        """The one entity's name: the robot's."""
+        """The robot entity's name (its URDF <robot name>)."""
         return self._node.robot.name
 
     # -- simulation ----------------------------------------------------------------------------
@@ -258,7 +269,7 @@ class SimulationInterfacesServer:
         node = self._node
         response.features = SimulatorFeatures(
             features=list(FEATURES), spawn_formats=[],
-            custom_info=f"mb_sim: robot '{self.entity}' is the one entity (its base link '{self._base.link}', "
+            custom_info=f"mb_sim: robot '{self.entity}' (its base link '{self._base.link}', "
                         f"{self._base.kind} base); a step is one physics step of {node.dt:g} s")
         return response
 
@@ -424,17 +435,17 @@ class SimulationInterfacesServer:
 
     # -- entities ------------------------------------------------------------------------------
     def _matching(self, filters) -> tuple[Result, list[str]]:
-        """The entities (the robot or none) that `filters` select."""
+        """The entities (the robot, the scene's objects) that `filters` select."""
         if filters.bounds.type != Bounds.TYPE_EMPTY or len(filters.bounds.points):
             return result(Result.RESULT_FEATURE_UNSUPPORTED, "bounds filters are not supported"), []
         try:
-            name_matches = not filters.filter or NameFilter(filters.filter).fullmatch(self.entity)
+            names = NameFilter(filters.filter) if filters.filter else None
+            chosen = [name for name in self._bases if names is None or names.fullmatch(name)]
         except NameFilterError as err:
             return result(Result.RESULT_OPERATION_FAILED, str(err)), []
         categories = [c.category for c in filters.categories]
-        category_matches = not categories or EntityCategory.CATEGORY_ROBOT in categories
-        tags_match = not filters.tags.tags  # the robot has no tags
-        return result(), [self.entity] if name_matches and category_matches and tags_match else []
+        chosen = [name for name in chosen if not categories or self._categories[name] in categories]
+        return result(), chosen if not filters.tags.tags else []  # (no entity has tags)
 
     def _on_get_entities(self, request: GetEntities.Request, response: GetEntities.Response):
         response.result, response.entities = self._matching(request.filters)
@@ -442,28 +453,33 @@ class SimulationInterfacesServer:
 
     def _on_get_entities_states(self, request: GetEntitiesStates.Request, response: GetEntitiesStates.Response):
         response.result, response.entities = self._matching(request.filters)
-        response.states = [self.entity_state() for _ in response.entities]
+        response.states = [self.entity_state(name) for name in response.entities]
         return response
 
     def _unknown(self, entity: str) -> Result | None:
-        """RESULT_NOT_FOUND unless `entity` is the robot."""
-        if entity == self.entity:
+        """RESULT_NOT_FOUND unless `entity` is the robot or an object."""
+        if entity in self._bases:
             return None
-        return result(Result.RESULT_NOT_FOUND, f"no entity {entity!r}: the only entity is the robot {self.entity!r} "
+        return result(Result.RESULT_NOT_FOUND, f"no entity {entity!r}: the entities are {', '.join(self._bases)} "
                                                "(see GetEntities)")
 
     def _on_get_entity_info(self, request: GetEntityInfo.Request, response: GetEntityInfo.Response):
         response.result = self._unknown(request.entity) or result()
         if response.result.result == Result.RESULT_OK:
-            response.info = EntityInfo(category=EntityCategory(category=EntityCategory.CATEGORY_ROBOT),
-                                       description=f"robot '{self.entity}' from its URDF, {self._base.kind} base "
-                                                   f"(link '{self._base.link}')", tags=[])
+            base, what = self._bases[request.entity], self._what(request.entity)
+            response.info = EntityInfo(category=EntityCategory(category=self._categories[request.entity]),
+                                       description=f"{what} from its URDF, {base.kind} base (link '{base.link}')",
+                                       tags=[])
         return response
 
-    def entity_state(self) -> EntityState:
-        """The base link's ground truth in ``world_frame``, stamped with sim time."""
-        pose = self._base.pose()
-        linear, angular = self._base.twist(pose)
+    def _what(self, entity: str) -> str:
+        return f"robot '{entity}'" if entity == self.entity else f"object '{entity}'"
+
+    def entity_state(self, entity: str | None = None) -> EntityState:
+        """An entity's (the robot's) base link's ground truth in ``world_frame``, stamped with sim time."""
+        base = self._bases[entity or self.entity]
+        pose = base.pose()
+        linear, angular = base.twist(pose)
         state = EntityState()
         state.header.frame_id, state.header.stamp = self._node.world_frame, stamp(self._session.time)
         x, y, z = (float(v) for v in pose[:3, 3])
@@ -475,24 +491,26 @@ class SimulationInterfacesServer:
     def _on_get_entity_state(self, request: GetEntityState.Request, response: GetEntityState.Response):
         response.result = self._unknown(request.entity) or result()
         if response.result.result == Result.RESULT_OK:
-            response.state = self.entity_state()
+            response.state = self.entity_state(request.entity)
         return response
 
     def _on_set_entity_state(self, request: SetEntityState.Request, response: SetEntityState.Response):
         """Pose and twist of a floating base, at once; then the state is published."""
-        response.result = self._unknown(request.entity) or self._set_problem(request.state) or self._set(request.state)
+        entity = request.entity
+        response.result = (self._unknown(entity) or self._set_problem(entity, request.state)
+                           or self._set(entity, request.state))
         return response
 
-    def _set_problem(self, state: EntityState) -> Result | None:
+    def _set_problem(self, entity: str, state: EntityState) -> Result | None:
         """Why `state` cannot be set (None: it can)."""
-        base, frame = self._base, state.header.frame_id
+        base, frame, what = self._bases[entity], state.header.frame_id, self._what(entity)
         if base.kind == "fixed":
             return result(Result.RESULT_OPERATION_FAILED,
-                          f"robot '{self.entity}' has a fixed base (root link '{base.link}' is fixed to the world): "
+                          f"{what} has a fixed base (link '{base.link}' is fixed to the world): "
                           "its pose and twist cannot be set; move its joints instead")
         if base.kind == "planar":
             return result(Result.RESULT_FEATURE_UNSUPPORTED,
-                          f"robot '{self.entity}' has a planar base (joint '{base.joint.name}'): setting its state is "
+                          f"{what} has a planar base (joint '{base.joint.name}'): setting its state is "
                           "only supported for a floating base")
         if frame not in ("", self._node.world_frame):
             return result(Result.RESULT_FEATURE_UNSUPPORTED,
@@ -511,10 +529,10 @@ class SimulationInterfacesServer:
                           f"orientation is not a unit quaternion (norm {norm:.6g})")
         return None
 
-    def _set(self, state: EntityState) -> Result:
+    def _set(self, entity: str, state: EntityState) -> Result:
         try:
-            self._base.set(pose_matrix(state.pose), _xyz(state.twist.linear), _xyz(state.twist.angular))
+            self._bases[entity].set(pose_matrix(state.pose), _xyz(state.twist.linear), _xyz(state.twist.angular))
         except (ValueError, SimulationError) as err:  # the constraints cannot hold it
             return result(Result.RESULT_OPERATION_FAILED, f"cannot set the state: {err}")
         self._publish()
-        return result(message=f"robot '{self.entity}' moved at sim time {self._session.time:.9g} s")
+        return result(message=f"{self._what(entity)} moved at sim time {self._session.time:.9g} s")
