@@ -33,9 +33,10 @@ from sympy import Expr, S
 
 from mb_sim.model.base import ConnectionBase
 from mb_sim.model.contact import ContactFeature, _guard, bounding_sphere, contact_features
+from mb_sim.model.parameters import parameter
 from mb_sim.model.manifold import SLOTS, SlotGroup, slot_loads, slot_parameters
 from mb_sim.model.contact_law import (
-    ContactLaw, contact_energy, contact_force, contact_parameters, default_parameters, stiction_parameters,
+    DEFAULT_PENETRATION, REFERENCE_STEP, STIFFEST_FREQUENCY, ContactLaw, contact_energy, contact_force, contact_parameters, default_parameters, stiction_parameters,
 )
 from mb_sim.model.stiction import AnchorFields, anchor_states, anchor_update, define_stiction, plain, stiction_force
 from mb_sim.urdf import CollisionDescription, ContactPairDescription
@@ -53,7 +54,9 @@ class BodyContact(AnchorFields, ConnectionBase):
     """``<contact_pair>`` (or ``<self_collision>``): the shapes of each pair of links touch (see
     the module docstring).
 
-    `pairs` are the link pairs (default the description's ``link1``, ``link2``); all share one
+    `pairs` are the link pairs (default the description's ``link1``, ``link2``); `carried` the
+    mass of the lighter body of the pair that moves (its defaults' damping and friction are sized
+    for its weight, not the robot's: a 100 g box on a table beside an 18 kg arm); all share one
     parameter set, named after the component.  ``groups`` holds per link pair its shape pairs
     ``(shape of link1, shape of link2, checks)``; ``checks`` lists every ``(feature's shape,
     feature, target shape)`` in that order; ``features`` names each check's feature (rows of ``contact_states``).
@@ -62,13 +65,16 @@ class BodyContact(AnchorFields, ConnectionBase):
     def __init__(self, description: ContactPairDescription | SelfCollisionDescription,
                  shapes: list[CollisionDescription], mass: float,
                  gravity: float, lightest: float | None = None,
-                 pairs: list[tuple[str, str]] | None = None) -> None:
+                 pairs: list[tuple[str, str]] | None = None, carried: float | None = None) -> None:
         super().__init__(description.name)
         self.pair_description = description
         self.pairs = list(pairs) if pairs is not None else [(description.link1, description.link2)]
-        self._defaults = default_parameters(mass, gravity, description.stiffness, description.exponent, lightest,
+        stiffness = _stiffness(description, mass, gravity, lightest)
+        mass = carried or mass  # (a pair of an object: damped and held for the weight it carries)
+        self._defaults = default_parameters(mass, gravity, stiffness, description.exponent, lightest,
                                             description.friction)
         manifold = isinstance(description, ContactPairDescription)  # <self_collision> stays closed-form
+        self._lightest = lightest if manifold else None  # (<self_collision> keeps its law)
         self.groups = [(pair, _shape_pairs(pair, shapes, manifold)) for pair in self.pairs]
         self.checks: list[tuple[CollisionDescription, ContactFeature, CollisionDescription]] = [
             check for _, group in self.groups for _, _, checks in group for check in checks]
@@ -79,7 +85,7 @@ class BodyContact(AnchorFields, ConnectionBase):
         self.features += [ContactFeature(name, (0.0, 0.0, 0.0), 0.0)
                           for group in self.slot_groups for name in group.feature_names()]
         self.stiction = bool(getattr(description, "stiction", False))
-        self._defaults.update(stiction_parameters(mass, gravity, description.stiffness, description.exponent, lightest))
+        self._defaults.update(stiction_parameters(mass, gravity, stiffness, description.exponent, lightest))
         self.rows: list[Matrix] = []
         self._no_anchors()  # stiction's fields (anchors in the target link's axes)
 
@@ -106,7 +112,11 @@ class BodyContact(AnchorFields, ConnectionBase):
             self.anchor_frictions = [self.mu] * len(self.features)
             self.anchor_frames = [target.link for _, _, target in self.checks] + [
                 group.link2 for group in self.slot_groups for _ in range(group.count)]
-        self.law_of_pair = ContactLaw(self.k, self.c, self.p, self.mu, self.v_s, *stiction)
+        limit = S.Zero
+        if self._lightest:  # a light object squeezed far beyond its weight: the viscous part stays within RK4's reach
+            limit = parameter(self, "damping_limit", self._lightest / REFERENCE_STEP,
+                              f"{owner}: most viscous damping k d^p c at a point [N s/m]", self._descriptions)
+        self.law_of_pair = ContactLaw(self.k, self.c, self.p, self.mu, self.v_s, *stiction, c_max=limit)
 
     def elastic_energy(self) -> Expr:
         """The energy stored in the contacts (after the derivation's contact loads)."""
@@ -258,6 +268,17 @@ def _shape_pairs(pair: tuple[str, str], shapes: list[CollisionDescription], mani
             if checks:
                 found.append((first, second, checks))
     return found
+
+
+def _stiffness(description, mass: float, gravity: float, lightest: float | None) -> float | None:
+    """The pair's stiffness: the given one, else the robot's weight over the default penetration
+    (:func:`~mb_sim.model.contact_law.default_parameters`) but at most what keeps its lightest
+    contact point's frequency below STIFFEST_FREQUENCY over REFERENCE_STEP (a 100 g box in an
+    18 kg arm's gripper: RK4 at 1 ms would leave the physics on the arm's weight's stiffness)."""
+    if description.stiffness is not None or not lightest or description.exponent != 1.0:
+        return description.stiffness
+    weight = max(mass, 1e-3) * max(gravity, 1e-3)
+    return min(weight / DEFAULT_PENETRATION, lightest * (STIFFEST_FREQUENCY / REFERENCE_STEP) ** 2)
 
 
 def _round_pair(first: CollisionDescription, second: CollisionDescription) -> bool:

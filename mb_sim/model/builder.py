@@ -133,7 +133,8 @@ def _extension_connections(description: RobotDescription) -> list[ConnectionBase
         connections.append(ground)
     for pair in extensions.contact_pairs:
         _check_pair(description, pair)
-    connections += [BodyContact(pair, description.collisions, mass, gravity, _lightest_point(description, pair))
+    connections += [BodyContact(pair, description.collisions, mass, gravity, _lightest_point(description, pair),
+                                carried=_carried_mass(description, pair))
                     for pair in extensions.contact_pairs]
     if extensions.self_collision is not None:
         connections.append(_self_collision(description, mass, gravity))
@@ -214,10 +215,21 @@ def _check_pair(description: RobotDescription, pair) -> None:
                         "world: the pair can never move against each other")
 
 
+def _carried_mass(description: RobotDescription, pair) -> float | None:
+    """The mass of the lighter moving rigid body of a pair's two links (what the contact carries
+    at rest), None where neither has one."""
+    fixed = description.fixed_to_world()
+    masses = [_lightest_body(description, [c for c in description.collisions if c.link == link])
+              for link in (pair.link1, pair.link2) if link not in fixed]
+    masses = [m for m in masses if m]
+    return min(masses) if masses else None
+
+
 def _lightest_point(description: RobotDescription, pair) -> float | None:
     """The lightest contact point of a pair's two links (its defaults keep RK4 stable there: a
     cube's corner turning it about its centre is a quarter of its mass)."""
-    shapes = [c for c in description.collisions if c.link in (pair.link1, pair.link2)]
+    fixed = description.fixed_to_world()  # (a table's shapes do not move: the world's mass is not theirs)
+    shapes = [c for c in description.collisions if c.link in (pair.link1, pair.link2) and c.link not in fixed]
     return contact_effective_mass(shapes, description.links, description.joints) or _lightest_body(description, shapes)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from sympy import Expr, Matrix, Piecewise, S, sqrt
+from sympy import Expr, Matrix, Min, Piecewise, S, sqrt
 
 from mb_sim.model.parameters import parameter
 
@@ -64,6 +64,9 @@ class ContactLaw:
     mu_r: Expr = S.Zero
     mu_s: Expr = S.Zero
     w_s: Expr = S.One
+    #: The most viscous damping [N s/m] Hunt-Crossley's k d^p c may reach at a point (0: no cap);
+    #: a pair sets it so a light object squeezed hard stays within RK4's reach.
+    c_max: Expr = S.Zero
 
 
 def default_parameters(mass: float, gravity: float, stiffness: float | None = None, exponent: float = 1.0,
@@ -201,7 +204,11 @@ def contact_force(law: ContactLaw, n: Matrix, d: Expr, velocity: Matrix, guarded
     False: the force is None (the caller adds its own friction: stiction)."""
     rate = guarded(Matrix([-_dot(n, velocity)]), f"penetration rate of {label}")[0]
     pressing = 1 + law.c * rate
-    if law.b == 0:
+    if law.c_max != 0:  # the viscous part k d^p c capped at c_max
+        spring = law.k * d ** law.p
+        pushed = spring + Min(spring * law.c, law.c_max) * rate + law.b * rate
+        press = pushed
+    elif law.b == 0:
         pushed, press = law.k * d ** law.p * pressing, pressing
     else:
         pushed = law.k * d ** law.p * pressing + law.b * rate
