@@ -72,6 +72,7 @@ setup(
             "mb-sim-demo = mb_sim.ros.demo:main",
             "mb_sim_diff_drive_controller = mb_sim.ros.entry:diff_drive_controller",
             "mb_sim_lqr_controller = mb_sim.ros.entry:lqr_controller",
+            "mb_sim_pick_and_place = mb_sim.ros.entry:pick_and_place",
         ],
         "mb_sim.components": [],
     },

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["demo_controller", "diff_drive_controller", "lqr_controller"]
+__all__ = ["demo_controller", "diff_drive_controller", "lqr_controller", "pick_and_place"]
 
 
 def _main(module: str, args: list[str] | None = None) -> int:
@@ -30,3 +30,8 @@ def diff_drive_controller(args: list[str] | None = None) -> int:
 def lqr_controller(args: list[str] | None = None) -> int:
     """``mb_sim_lqr_controller`` (mb_sim.ros.lqr_controller)."""
     return _main("mb_sim.ros.lqr_controller", args)
+
+
+def pick_and_place(args: list[str] | None = None) -> int:
+    """``mb_sim_pick_and_place`` (mb_sim.ros.pick_and_place)."""
+    return _main("mb_sim.ros.pick_and_place", args)

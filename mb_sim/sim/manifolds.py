@@ -124,11 +124,13 @@ class _Group:
         self.links = links.index(facts.link1), links.index(facts.link2)
         self.request = coal.CollisionRequest()
         self.request.security_margin = MARGIN
+        self.request.enable_distance_lower_bound = True
         self.result = coal.CollisionResult()
         self.patch_request = coal.ContactPatchRequest(1, 12, MARGIN)
         self.patch_result = coal.ContactPatchResult()
         self.reach = [max(float(np.linalg.norm(s.xyz)) + s.radius for s in side) for side in self.shapes]
         self.in_use = 0
+        self.clearance = 0.0  # how far apart the shapes were found (a lower bound), 0 while touching
         #: A round or cylindrical shape's contact point moves over it as it rolls: found anew every time.
         self.curved = any(s.kind in (*_ROUND, "cylinder") for side in self.shapes for s in side)
 
@@ -195,16 +197,20 @@ class _Group:
         to link1, penetration), world."""
         import coal
 
-        found = []
+        found, self.clearance = [], np.inf
         for i, j in self.facts.pairs:
             first, second = self.shapes[0][i], self.shapes[1][j]
             (Ra, pa), (Rb, pb) = first.pose(R1, p1), second.pose(R2, p2)
-            if np.linalg.norm(pa - pb) > first.radius + second.radius + MARGIN:
+            apart = float(np.linalg.norm(pa - pb)) - first.radius - second.radius
+            if apart > MARGIN:
+                self.clearance = min(self.clearance, apart)
                 continue  # the broad phase: bounding spheres apart
             self.result.clear()
             if not coal.collide(first.geometry, coal.Transform3s(Ra, pa), second.geometry, coal.Transform3s(Rb, pb),
                                 self.request, self.result):
+                self.clearance = min(self.clearance, max(float(self.result.distance_lower_bound), MARGIN))
                 continue
+            self.clearance = 0.0
             contact = self.result.getContact(0)
             normal = -np.asarray(contact.normal, float)  # coal's points from the first shape to the second
             if first.faces is None or second.faces is None:
@@ -260,23 +266,30 @@ def _frame(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class ContactManifolds:
     """The contact slots of a run (none: ``active`` False); :meth:`refresh` fills them for the
-    state in the model's buffers.  The broad phase is one vectorized test over all link pairs:
-    a pair whose links' reaches (their shapes' bounding spheres about the link origins) are more
-    than MARGIN apart, or that has not moved since its slots were found, costs no search."""
+    state in the model's buffers.  The broad phase, per link pair, asks how far the pair has moved
+    *relative to itself* (link2's shapes in link1's frame) since its slots were found: a pair found
+    apart by a clearance c (coal's lower bound, or its bounding spheres') is not looked at again
+    until it has moved c - MARGIN; a touching pair once it moved its ``still`` distance (a quarter
+    of MARGIN; any motion for a rolling shape).  One vectorized test of each link's own motion
+    since then picks the pairs whose relative motion is worth computing (it bounds it): a box on a
+    table costs nothing, one carried in a gripper its relative pose, no search."""
 
     def __init__(self, robot: RobotFacts, model) -> None:
         self.groups = [_Group(facts, robot, model) for facts in robot.manifolds]
         self.model = model
         self.in_use = 0
         self._links = np.array([group.links for group in self.groups], dtype=np.intp).reshape(-1, 2)
-        self._reach = np.array([group.reach for group in self.groups], dtype=float).reshape(-1, 2)
-        self._found = np.full((len(self.groups), 2, 12), np.nan)  # poses where each pair's slots were found
+        reach = np.array([group.reach for group in self.groups], dtype=float).reshape(-1, 2)
+        self._seen = np.full((len(self.groups), 2, 12), np.nan)  # the links' poses when the slots were found
         self._weights = np.ones((len(self.groups), 2, 12))  # a pose change's reach: rotations at the shapes'
-        self._weights[:, :, :9] = self._reach[:, :, None]
-        self._apart = (self._reach.sum(axis=1) + MARGIN) ** 2
-        #: How far a pair's links may move before its slots are found anew: a quarter of the margin
+        self._weights[:, :, :9] = reach[:, :, None]
+        self._found = np.full((len(self.groups), 12), np.nan)  # link2 in link1 when the slots were found
+        self._lever = reach[:, 1]
+        #: How far a touching pair may move before its slots are found anew: a quarter of the margin
         #: for flat faces; for a rolling shape any motion (its normal must turn with it).
         self._still = np.array([ROLLING_STILL if group.curved else MARGIN / 4 for group in self.groups])
+        self._allowed = self._still.copy()
+        self._poses = None
 
     @property
     def active(self) -> bool:
@@ -289,28 +302,33 @@ class ContactManifolds:
             return
         model, b = self.model, self.model.buffers
         model.evaluate_into(time)
-        poses = model.layout.view(b.out, "link_poses")
-        now = poses[self._links]  # (pairs, 2, 12)
-        offset = now[:, 0, 9:] - now[:, 1, 9:]
-        near = np.einsum("ij,ij->i", offset, offset) <= self._apart
-        moved = np.einsum("ijk,ijk->i", np.abs(now - self._found), self._weights)
-        stale = ~(moved <= self._still)  # (never found: NaN, stale)
-        if not stale.any():
-            return
-        for k in np.flatnonzero(stale & near):
-            self.groups[k].refresh(poses, b.params, b.z)
-            self._found[k] = now[k]
-        for k in np.flatnonzero(stale & ~near):
+        if self._poses is None:
+            self._poses = model.layout.view(b.out, "link_poses")
+        now = self._poses[self._links]  # (pairs, 2, 12)
+        moving = np.flatnonzero(~(np.einsum("ijk,ijk->i", np.abs(now - self._seen), self._weights) <= self._allowed))
+        refreshed = False
+        for k in moving:
+            relative = _relative(now[k])
+            if np.abs(relative - self._found[k]) @ np.r_[np.full(9, self._lever[k]), np.ones(3)] <= self._allowed[k]:
+                continue  # (moving together: a carried box)
             group = self.groups[k]
-            if group.in_use:  # apart: its slots emptied once
-                b.params[group.parameters] = 0.0
-                group.in_use = 0
-            self._found[k] = now[k]
-        self.in_use = sum(group.in_use for group in self.groups)
+            group.refresh(self._poses, b.params, b.z)
+            self._found[k], self._seen[k], refreshed = relative, now[k], True
+            self._allowed[k] = self._still[k] if group.in_use else max(self._still[k], group.clearance - MARGIN)
+        if refreshed:
+            self.in_use = sum(group.in_use for group in self.groups)
 
     def clear(self) -> None:
         """Forget the last step's slots (a state set anew: every contact starts unstressed)."""
         for group in self.groups:
             self.model.buffers.params[group.parameters] = 0.0
             group.in_use = 0
+        self._seen[:] = np.nan
         self._found[:] = np.nan
+        self._allowed = self._still.copy()
+
+
+def _relative(pair: np.ndarray) -> np.ndarray:
+    """Link2's pose in link1's frame (rotation row-major, position) from their two world poses."""
+    R1, R2 = pair[0, :9].reshape(3, 3), pair[1, :9].reshape(3, 3)
+    return np.concatenate([(R1.T @ R2).ravel(), R1.T @ (pair[1, 9:] - pair[0, 9:])])
