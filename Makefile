@@ -35,7 +35,8 @@ test-slow: setup
 # the node's throughput (bench_node.py) into bench/results/node.json and node.md; NODE_BENCH_ARGS defaults
 # to BENCH_ARGS's --quick.  Then the ground contact's step cost (bench_contact.py: Go1, Solo12 standing vs
 # mid-air vs MuJoCo) into bench/results/contact.json and contact.md; then sweeps, batched rollouts against
-# mujoco.rollout, warm and fresh-process start-up and G1's cold compilation (bench_sweep.py) into sweep.json and .md.
+# mujoco.rollout, warm and fresh-process start-up and G1's cold compilation (bench_sweep.py) into sweep.json and .md;
+# then objects in contact side by side with MuJoCo (bench_objects.py: a cube tower, a resting pair, a grasp).
 NODE_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
 
 bench: setup
@@ -46,6 +47,8 @@ bench: setup
 	@$(PY) -W ignore bench/bench_contact.py --json bench/results/contact.json --markdown bench/results/contact.md \
 		$(NODE_BENCH_ARGS)
 	@$(PY) -W ignore bench/bench_sweep.py --json bench/results/sweep.json --markdown bench/results/sweep.md \
+		$(NODE_BENCH_ARGS)
+	@$(PY) -W ignore bench/bench_objects.py --json bench/results/objects.json --markdown bench/results/objects.md \
 		$(NODE_BENCH_ARGS)
 
 # The same plus the n-link chain sweep and its scaling plots (bench/results/scaling_*.png).

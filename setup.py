@@ -23,6 +23,7 @@ PYPI_DEPENDENCIES = [
     "xacro>=2.0",  # .xacro robots (mb_sim.urdf.xacro_expansion)
     "trimesh>=4.0",  # collision meshes other than STL and OBJ (mb_sim.urdf.meshes)
     "pycollada>=0.8",  # ... Collada (.dae), common in ROS packages, through trimesh
+    "coal>=3.0",  # contact manifolds between any two shapes (mb_sim.sim.manifolds): hpp-fcl's successor
 ]
 # Sweeps on a Dask cluster (mb_sim.sweep, backend="dask"): from PyPI (rosdep has no keys for them);
 # set-up installs them, and the local backend needs neither.

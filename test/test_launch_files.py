@@ -31,12 +31,14 @@ LAUNCH_ARGUMENTS = {
     "cart_pole_lqr.launch.py": COMMON | {"initial_angle", "initial_positions", "controller_params_file"},
     "ros2_control.launch.py": COMMON | ROBOT | {"controllers_file", "controllers"},
     "quadruped.launch.py": COMMON | {"urdf", "height"},
+    "pick_and_place.launch.py": COMMON | {"urdf"},
 }
 #: What each launch file fixes instead of offering an argument: said in its docstring.
 FIXED_IN_DOCSTRING = {
     "diff_drive.launch.py": ("urdf_file", "robot_description", "xacro_args", "world_frame odom"),
     "two_robots.launch.py": ("namespaces robot1 and robot2", "robot_description"),
     "cart_pole_lqr.launch.py": ("robot", "urdf_file", "robot_description", "xacro_args", "start_paused"),
+    "pick_and_place.launch.py": ("robot_description", "the objects", "servo_feed_forward false"),
 }
 #: Package files each launch file refers to (under share/mb_sim once installed).
 REFERENCED_FILES = {
@@ -47,6 +49,7 @@ REFERENCED_FILES = {
     "cart_pole_lqr.launch.py": {"config/mb_sim.yaml", "config/lqr_controller.yaml", "config/mb_sim.rviz"},
     "ros2_control.launch.py": {"config/mb_sim.yaml", "config/arm6_ros2_control.yaml", "config/mb_sim.rviz"},
     "quadruped.launch.py": {"config/mb_sim.yaml", "config/mb_sim.rviz"},
+    "pick_and_place.launch.py": {"config/mb_sim.yaml", "config/mb_sim.rviz"},
 }
 FILE_NAME = re.compile(r"[\w.-]+\.(yaml|rviz|py|urdf)")
 
@@ -234,7 +237,8 @@ def _overrides(node) -> dict:
 
 #: The controller each launch file starts beside the simulation (none: sim.launch.py).
 CONTROLLERS = {"demo.launch.py": "mb_sim_demo_controller", "diff_drive.launch.py": "mb_sim_diff_drive_controller",
-               "cart_pole_lqr.launch.py": "mb_sim_lqr_controller", "two_robots.launch.py": "mb_sim_demo_controller"}
+               "cart_pole_lqr.launch.py": "mb_sim_lqr_controller", "two_robots.launch.py": "mb_sim_demo_controller",
+               "pick_and_place.launch.py": "mb_sim_pick_and_place"}
 #: A joint of each launch file's robot (initial_positions).
 JOINTS = {"sim.launch.py": "hinge", "demo.launch.py": "elbow_joint", "diff_drive.launch.py": "left_wheel_joint",
           "cart_pole_lqr.launch.py": "cart_joint", "ros2_control.launch.py": "elbow_joint"}

@@ -36,7 +36,7 @@ ROSDEP_KEYS = {"sympy": "python3-sympy", "numpy": "python3-numpy", "scipy": "pyt
                "transforms3d": "python3-transforms3d", "urdf-parser-py": "urdfdom_py", "PyYAML": "python3-yaml",
                "matplotlib": "python3-matplotlib", "mcap": "mcap-ros2-support",
                "mcap-ros2-support": "mcap-ros2-support", "xacro": "xacro", "trimesh": "python3-trimesh-pip",
-               "pycollada": "python3-collada"}
+               "pycollada": "python3-collada", "coal": "coal"}
 
 
 def test_every_pypi_dependency_has_its_rosdep_key(repo):

@@ -1,7 +1,7 @@
 """The ``mb_sim_pick_and_place`` node: an arm picks an object of the scene and places it elsewhere,
 through the simulator's topics and services only (a client like any other).
 
-Reads the robot from ``/robot_description`` (transient local) and the object's pose from the
+Reads the robot from ``robot_description`` (transient local) and the object's pose from the
 simulation_interfaces service ``<simulator>/get_entity_state``; plans (:mod:`mb_sim.sim.pick_place`:
 straight lines of the tool point, inverse kinematics from the arm's home pose) and sends the plan
 as one ``<simulator>/joint_trajectory`` (the arm goes from wherever it is to the first point in
@@ -9,7 +9,7 @@ as one ``<simulator>/joint_trajectory`` (the arm goes from wherever it is to the
 again and logs where it is.  Exit status 0 if the object
 ended within ``tolerance`` of the place, 1 (with one line saying why) otherwise.
 
-Parameters: ``simulator`` (the node's name, ``/mb_sim``), ``object`` (``box``), ``place_offset``
+Parameters: ``simulator`` (the simulation node's name, ``mb_sim``: in this node's namespace), ``object`` (``box``), ``place_offset``
 ([0, 0.2, 0] m: from where the object is), ``grasp_height`` (0.0: the tool point at the object's
 origin), ``tolerance`` (0.02 m), ``approach`` (0.13 m), ``speed`` (0.065 m/s); the arm is a Panda
 (:data:`mb_sim.sim.pick_place.PANDA`).
@@ -42,7 +42,7 @@ class PickAndPlace:
     def __init__(self, node) -> None:
         self.node = node
         declare = node.declare_parameter
-        self.simulator = declare("simulator", "/mb_sim").value.rstrip("/")
+        self.simulator = declare("simulator", "mb_sim").value.rstrip("/")  # (relative: in the namespace)
         self.object = declare("object", "box").value
         self.offset = np.array(declare("place_offset", [0.0, 0.2, 0.0]).value, dtype=float)
         self.grasp_height = float(declare("grasp_height", 0.0).value)
@@ -52,7 +52,7 @@ class PickAndPlace:
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.description: list[str] = []
         self.clock = [0.0]  # sim time, from /clock (0 until the first: a paused simulator)
-        node.create_subscription(String, "/robot_description", lambda m: self.description.append(m.data), latched)
+        node.create_subscription(String, "robot_description", lambda m: self.description.append(m.data), latched)
         node.create_subscription(Clock, "/clock", lambda m: self.clock.append(m.clock.sec + m.clock.nanosec * 1e-9), 10)
         self.trajectory = node.create_publisher(JointTrajectory, f"{self.simulator}/joint_trajectory", 10)
         self.entity = node.create_client(GetEntityState, f"{self.simulator}/get_entity_state")
@@ -73,6 +73,8 @@ class PickAndPlace:
         message = JointTrajectory(joint_names=names, points=[
             JointTrajectoryPoint(positions=positions, time_from_start=Duration(sec=int(t), nanosec=int(t % 1 * 1e9)))
             for t, positions in points])
+        del self.clock[:-1]  # planning took a while: the sim time now, from a fresh /clock (none while paused)
+        self._spin_until(lambda: len(self.clock) > 1, 1.0)
         began = self._sim_time()
         self.trajectory.publish(message)
         log.info(f"picking {self.object!r} at {np.round(start, 4).tolist()}, placing it "

@@ -58,6 +58,8 @@ class Simulator:
         a ``.xacro`` path is expanded first with `xacro_args` (``{"name": "value"}``).  A URDF
         loaded before comes from the cache without being parsed or derived (no SymPy imported:
         :mod:`mb_sim.sim.robot_cache`); ``robot`` then builds the component model on first use.
+        With `objects` (:class:`~mb_sim.urdf.scene.SceneObject`) a URDF becomes a scene: the robot
+        and the objects in one model, touching each other (:mod:`mb_sim.urdf.scene`).
     dt
         Physics step of the fixed-step integrator [s] (default 1 ms); also the output step of
         ``advance`` for adaptive integrators.
