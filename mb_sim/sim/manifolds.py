@@ -271,8 +271,9 @@ class ContactManifolds:
     apart by a clearance c (coal's lower bound, or its bounding spheres') is not looked at again
     until it has moved c - MARGIN; a touching pair once it moved its ``still`` distance (a quarter
     of MARGIN; any motion for a rolling shape).  One vectorized test of each link's own motion
-    since then picks the pairs whose relative motion is worth computing (it bounds it): a box on a
-    table costs nothing, one carried in a gripper its relative pose, no search."""
+    since a pair was last looked at, against what is left of its allowance, picks the pairs whose
+    relative motion is worth computing (it bounds it): a box on a table costs nothing, one carried
+    in a gripper its relative pose, no search."""
 
     def __init__(self, robot: RobotFacts, model) -> None:
         self.groups = [_Group(facts, robot, model) for facts in robot.manifolds]
@@ -280,7 +281,7 @@ class ContactManifolds:
         self.in_use = 0
         self._links = np.array([group.links for group in self.groups], dtype=np.intp).reshape(-1, 2)
         reach = np.array([group.reach for group in self.groups], dtype=float).reshape(-1, 2)
-        self._seen = np.full((len(self.groups), 2, 12), np.nan)  # the links' poses when the slots were found
+        self._seen = np.full((len(self.groups), 2, 12), np.nan)  # the links' poses when the pair was last looked at
         self._weights = np.ones((len(self.groups), 2, 12))  # a pose change's reach: rotations at the shapes'
         self._weights[:, :, :9] = reach[:, :, None]
         self._found = np.full((len(self.groups), 12), np.nan)  # link2 in link1 when the slots were found
@@ -289,6 +290,7 @@ class ContactManifolds:
         #: for flat faces; for a rolling shape any motion (its normal must turn with it).
         self._still = np.array([ROLLING_STILL if group.curved else MARGIN / 4 for group in self.groups])
         self._allowed = self._still.copy()
+        self._budget = self._still.copy()  # what is left of allowed since the poses were last seen
         self._poses = None
 
     @property
@@ -305,16 +307,19 @@ class ContactManifolds:
         if self._poses is None:
             self._poses = model.layout.view(b.out, "link_poses")
         now = self._poses[self._links]  # (pairs, 2, 12)
-        moving = np.flatnonzero(~(np.einsum("ijk,ijk->i", np.abs(now - self._seen), self._weights) <= self._allowed))
+        moving = np.flatnonzero(~(np.einsum("ijk,ijk->i", np.abs(now - self._seen), self._weights) <= self._budget))
         refreshed = False
         for k in moving:
             relative = _relative(now[k])
-            if np.abs(relative - self._found[k]) @ np.r_[np.full(9, self._lever[k]), np.ones(3)] <= self._allowed[k]:
-                continue  # (moving together: a carried box)
+            moved = np.abs(relative - self._found[k]) @ np.r_[np.full(9, self._lever[k]), np.ones(3)]
+            if moved <= self._allowed[k]:  # (moving together: a carried box; or settling within the budget)
+                self._seen[k], self._budget[k] = now[k], self._allowed[k] - moved
+                continue
             group = self.groups[k]
             group.refresh(self._poses, b.params, b.z)
             self._found[k], self._seen[k], refreshed = relative, now[k], True
             self._allowed[k] = self._still[k] if group.in_use else max(self._still[k], group.clearance - MARGIN)
+            self._budget[k] = self._allowed[k]
         if refreshed:
             self.in_use = sum(group.in_use for group in self.groups)
 
@@ -326,6 +331,7 @@ class ContactManifolds:
         self._seen[:] = np.nan
         self._found[:] = np.nan
         self._allowed = self._still.copy()
+        self._budget = self._still.copy()
 
 
 def _relative(pair: np.ndarray) -> np.ndarray:
