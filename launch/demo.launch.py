@@ -12,6 +12,8 @@ other defaults for robot and rviz, and the controller's parameters file:
   xacro_args               arguments of a .xacro robot: "a:=1 b:=2".
   start_paused             true: start paused (~/pause with data: false to go on).
   initial_positions        initial joint positions [rad or m]: "elbow_joint:=1.0" or "{elbow_joint: 1.0}".
+  objects                  objects beside the robot, ';'-separated: "name=box shape=box size=0.1,0.1,0.1
+                           xyz=0.5,0,0.05; name=ball shape=sphere size=0.05 xyz=0.5,0.3,0.05" (docs/contact.md).
   publish_rate             rate of /joint_states [Hz] (node default 100).
   physics_dt               physics step [s] (node default 0.001).
   real_time_factor         simulated seconds per wall-clock second; 0 as fast as possible (node default 1.0).
@@ -41,7 +43,7 @@ from mb_sim import launch_arguments
 
 SIM_ARGUMENTS = ("namespace", "use_sim_time", "robot", "urdf_file", "robot_description", "robot_description_topic",
                  "xacro_args", "start_paused", "initial_positions", "publish_rate", "physics_dt", "real_time_factor",
-                 "lockstep", "strict", "floating_base", "log_level", "params_file", "rviz")
+                 "lockstep", "strict", "floating_base", "objects", "log_level", "params_file", "rviz")
 CONTROLLER = "mb_sim_demo_controller"
 
 

@@ -16,6 +16,8 @@ value given on the command line always wins over params_file):
   xacro_args               arguments of a .xacro robot as on xacro's command line: "a:=1 b:=2".
   start_paused             true: start paused (~/pause with data: false, or ~/step, to go on).
   initial_positions        initial joint positions [rad or m]: "hinge:=0.5 elbow:=1" or "{hinge: 0.5}".
+  objects                  objects beside the robot, ';'-separated: "name=box shape=box size=0.1,0.1,0.1
+                           xyz=0.5,0,0.05; name=ball shape=sphere size=0.05 xyz=0.5,0.3,0.05" (docs/contact.md).
   publish_rate             rate of /joint_states, /tf and /clock [Hz of sim time] (node default 100).
   physics_dt               physics step [s] (node default 0.001).
   real_time_factor         simulated seconds per wall-clock second; 0 runs as fast as possible
@@ -46,7 +48,7 @@ from mb_sim import launch_arguments
 
 ARGUMENTS = ("namespace", "use_sim_time", "robot", "urdf_file", "robot_description", "robot_description_topic",
              "xacro_args", "start_paused", "initial_positions", "publish_rate", "physics_dt", "real_time_factor",
-             "lockstep", "strict", "floating_base", "log_level", "params_file", "rviz")
+             "lockstep", "strict", "floating_base", "objects", "log_level", "params_file", "rviz")
 #: The absolute topics config/mb_sim.rviz shows: remapped into the namespace.
 RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs", "/mb_sim/contact_markers")
 

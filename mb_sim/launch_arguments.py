@@ -65,6 +65,10 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
                    "Default: params_file's, else false"),
     "floating_base": ("", "true: join the root link to the world by a floating joint instead of fixing it. "
                           "Default: params_file's, else false"),
+    "objects": ("", "Objects beside the robot, separated by ';': \"name=box shape=box size=0.1,0.1,0.1 "
+                    "xyz=0.5,0,0.05; name=ball shape=sphere size=0.05 xyz=0.5,0.3,0.05\" (node parameter "
+                    "objects; keys name shape size mass xyz rpy urdf fixed friction rgba touches). Default: "
+                    "params_file's, else none"),
     "log_level": ("info", "Log level of the mb_sim nodes (--ros-args --log-level): debug, info, warn, error, fatal"),
     "params_file": ("", "YAML file with mb_sim_node parameters (its key mb_sim applies in any namespace); "
                         "arguments given here win over it"),
@@ -308,7 +312,25 @@ def simulation_parameters(configurations: Mapping[str, str]) -> dict[str, Any]:
             if value is not None:
                 overrides[name] = value
     overrides.update(initial_positions(str(configurations.get("initial_positions", ""))))
+    scene = objects(str(configurations.get("objects", "")))
+    if scene:
+        overrides["objects"] = scene
     return overrides
+
+
+def objects(text: str) -> list[str]:
+    """The ``objects`` argument's objects (``;``-separated), each checked as the node will read it
+    (:func:`mb_sim.urdf.scene.parse_object`: a bad one stops the launch naming it)."""
+    from mb_sim.urdf import URDFError
+    from mb_sim.urdf.scene import parse_object
+
+    found = [part.strip() for part in text.split(";") if part.strip()]
+    for part in found:
+        try:
+            parse_object(part)
+        except URDFError as err:
+            raise LaunchArgumentError("objects", f"{err.element}: {err.problem}") from None
+    return found
 
 
 def simulation_node(configurations: Mapping[str, str], fixed: Mapping[str, Any] | None = None) -> NodeLaunch:

@@ -22,8 +22,8 @@ COMMON = {"namespace", "use_sim_time", "start_paused", "publish_rate", "physics_
 ROBOT = {"robot", "urdf_file", "robot_description", "robot_description_topic", "xacro_args", "initial_positions",
          "floating_base"}
 LAUNCH_ARGUMENTS = {
-    "sim.launch.py": COMMON | ROBOT,
-    "demo.launch.py": COMMON | ROBOT | {"controller_params_file"},
+    "sim.launch.py": COMMON | ROBOT | {"objects"},
+    "demo.launch.py": COMMON | ROBOT | {"controller_params_file", "objects"},
     "diff_drive.launch.py": COMMON | {"robot", "initial_positions", "controller_params_file"},
     "two_robots.launch.py": COMMON - {"namespace"} | {"robot1", "robot2", "robot1_xacro_args", "robot2_xacro_args",
                                                      "robot1_initial_positions", "robot2_initial_positions",
@@ -602,3 +602,14 @@ def test_ros2_control_without_controller_manager_runs_the_simulation_and_says_so
     launched = _launched(repo, "ros2_control.launch.py", monkeypatch, rviz="false")
     assert [_kind(e) for e in launched] == ["Node", "LogInfo"]
     assert "controller_manager package is not installed" in launched[1].kwargs["msg"]
+
+
+def test_objects_reach_the_node_and_a_bad_one_stops_the_launch(repo, monkeypatch):
+    from mb_sim.launch_arguments import LaunchArgumentError
+
+    given = "name=box shape=box size=0.1,0.1,0.1 xyz=0.5,0,0.05; name=ball shape=sphere size=0.05 xyz=0.5,0.3,0.05"
+    simulation = _node(_launched(repo, "sim.launch.py", monkeypatch, objects=given), "mb_sim_node")
+    assert _overrides(simulation)["objects"] == ["name=box shape=box size=0.1,0.1,0.1 xyz=0.5,0,0.05",
+                                                 "name=ball shape=sphere size=0.05 xyz=0.5,0.3,0.05"]
+    with pytest.raises(LaunchArgumentError, match="^launch argument objects: object 'ball': unknown shape 'cone'"):
+        _launched(repo, "sim.launch.py", monkeypatch, objects="name=ball shape=cone")
