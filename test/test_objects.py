@@ -130,3 +130,32 @@ def test_a_name_taken_twice_is_refused():
         compose_scene(EMPTY, [SceneObject("a"), SceneObject("a")])
     with pytest.raises(URDFError, match="object 'world'.*already a link or joint"):
         compose_scene(EMPTY, [SceneObject("world")])
+
+
+def test_objects_in_text_form_are_read_without_evaluating():
+    """The CLI's --object and the node's objects: key=value pairs, numbers by commas, never evaluated."""
+    from mb_sim.urdf.scene import parse_object
+
+    item = parse_object("name=cup shape=cylinder size=0.04,0.1 mass=0.2 xyz=0.5,0,0.05 rpy=0,0,1 fixed "
+                        "friction=0.7 touches=a,b")
+    assert (item.name, item.shape, item.size, item.mass, item.xyz, item.rpy, item.fixed, item.friction,
+            item.touches) == ("cup", "cylinder", (0.04, 0.1), 0.2, (0.5, 0.0, 0.05), (0.0, 0.0, 1.0), True, 0.7,
+                              ("a", "b"))
+    for text, message in [("shape=box", "needs name="), ("name=a mass=__import__('os')", "mass must be numbers"),
+                          ("name=a colour=red", "unknown key 'colour'"), ("name=a name=b", "'name' is given twice"),
+                          ("name=a xyz=1,2", "xyz takes 3 number"), ("name=a fixed=maybe", "fixed takes true")]:
+        with pytest.raises(URDFError, match=message):
+            parse_object(text)
+
+
+def test_a_contact_pair_that_can_never_touch_is_refused():
+    from mb_sim.model import load_urdf
+
+    body = ('<joint name="{0}_joint" type="floating"><parent link="world"/><child link="{0}"/></joint>'
+            '<link name="{0}"><inertial><mass value="1"/><inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" '
+            'iyz="0"/></inertial>{1}</link>')
+    text = ('<robot name="p"><link name="world"/>' + body.format("a", "")
+            + body.format("b", '<collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision>')
+            + '<mb_sim><contact_pair link1="a" link2="b"/></mb_sim></robot>')
+    with pytest.raises(URDFError, match="contact_pair name=\"contact_a_b\".*link 'a' has no <collision> shape"):
+        load_urdf(text)
