@@ -159,3 +159,18 @@ def test_a_contact_pair_that_can_never_touch_is_refused():
             + '<mb_sim><contact_pair link1="a" link2="b"/></mb_sim></robot>')
     with pytest.raises(URDFError, match="contact_pair name=\"contact_a_b\".*link 'a' has no <collision> shape"):
         load_urdf(text)
+
+
+def test_the_cli_takes_objects(capsys):
+    """Every mb-sim command takes --object: info lists the object's joint and its contact pairs."""
+    from pathlib import Path
+
+    from mb_sim import cli
+
+    gripper = Path(__file__).resolve().parent.parent / "urdf" / "gripper_lift.urdf"
+    assert cli.main(["info", str(gripper), "--object", "name=box shape=box size=0.02,0.02,0.02 mass=0.05 "
+                                                       "xyz=0,0,0.01"]) == 0
+    text = capsys.readouterr().out
+    assert "box_joint" in text and "box <-> left_finger: 0 point-shape checks, 4 contact slots" in text
+    assert cli.main(["info", str(gripper), "--object", "name=box shape=cone"]) == 1
+    assert "object 'box': unknown shape 'cone'" in capsys.readouterr().err
