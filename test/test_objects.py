@@ -66,6 +66,7 @@ def test_a_sphere_rests_on_a_box_face_and_a_cylinder_lies_on_a_box(cache):
     assert np.abs(sim.u).max() < 1e-3
 
 
+@pytest.mark.slow  # (its first load derives 10 link pairs of slots: about a minute)
 def test_five_cubes_stand_ten_seconds_as_in_mujoco(cache):
     """A tower of five 0.1 m cubes set down touching: after 0.5 s of settling its top cube moves
     less than 1 mm in 10 s (both), and stands where MuJoCo's does to 1 mm."""

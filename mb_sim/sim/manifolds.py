@@ -124,7 +124,6 @@ class _Group:
         self.links = links.index(facts.link1), links.index(facts.link2)
         self.request = coal.CollisionRequest()
         self.request.security_margin = MARGIN
-        self.request.enable_distance_lower_bound = True
         self.result = coal.CollisionResult()
         self.patch_request = coal.ContactPatchRequest(1, 12, MARGIN)
         self.patch_result = coal.ContactPatchResult()
