@@ -43,7 +43,6 @@ from launch_ros.substitutions import FindPackageShare
 
 from mb_sim import launch_arguments
 from mb_sim.sim.pick_place import PANDA
-from mb_sim.urdf.meshes import mesh_search_paths
 
 ARGUMENTS = ("namespace", "use_sim_time", "start_paused", "publish_rate", "physics_dt", "real_time_factor",
              "lockstep", "strict", "log_level", "params_file", "rviz")
@@ -57,13 +56,7 @@ RVIZ_TOPICS = ("/robot_description",)
 
 def panda_urdf(text: str) -> Path:
     """The Panda URDF given, else example-robot-data's where mb_sim looks for it."""
-    if text:
-        return Path(text).expanduser()
-    for share in mesh_search_paths("example-robot-data", None):
-        if (share / PANDA_URDF).is_file():
-            return share / PANDA_URDF
-    raise launch_arguments.LaunchArgumentError("urdf", "example-robot-data's panda.urdf not found "
-                                               "(pip install example-robot-data, or give urdf:=<path>)")
+    return Path(text).expanduser() if text else launch_arguments.example_robot_data(PANDA_URDF, "urdf")
 
 
 def held_description(path: Path) -> str:
@@ -74,11 +67,7 @@ def held_description(path: Path) -> str:
     except OSError as err:
         raise launch_arguments.LaunchArgumentError("urdf", f"{path}: {err}") from None
     pose = {**dict(zip(PANDA.arm_joints, PANDA.home)), PANDA.gripper_joint: PANDA.gripper_open}
-    joints = "".join(f'<joint name="{joint}"><command_interface name="position"/><state_interface name="position">'
-                     f'<param name="initial_value">{value!r}</param></state_interface></joint>'
-                     for joint, value in pose.items())
-    control = ('<ros2_control name="ready" type="system"><hardware><plugin>joint_state_topic_hardware_interface/'
-               f'JointStateTopicSystem</plugin></hardware>{joints}</ros2_control>')
+    control = launch_arguments.position_hold("ready", pose)
     if "</robot>" not in xml:
         raise launch_arguments.LaunchArgumentError("urdf", f"{path}: not a URDF (no </robot>)")
     end = xml.rindex("</robot>")

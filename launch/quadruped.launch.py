@@ -49,7 +49,6 @@ from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from mb_sim import launch_arguments
-from mb_sim.urdf.meshes import mesh_search_paths
 
 ARGUMENTS = ("namespace", "use_sim_time", "start_paused", "publish_rate", "physics_dt", "real_time_factor",
              "lockstep", "strict", "log_level", "params_file", "rviz")
@@ -66,11 +65,7 @@ RVIZ_TOPICS = ("/robot_description", "/mb_sim/springs", "/mb_sim/contact_markers
 
 def go1_urdf() -> Path:
     """example-robot-data's Go1, where mb_sim looks for package://example-robot-data."""
-    for share in mesh_search_paths("example-robot-data", None):
-        if (share / GO1).is_file():
-            return share / GO1
-    raise launch_arguments.LaunchArgumentError("urdf", "example-robot-data's go1.urdf not found "
-                                               "(pip install example-robot-data, or give urdf:=<path>)")
+    return launch_arguments.example_robot_data(GO1, "urdf")
 
 
 def standing_description(path: Path, height: float) -> str:
@@ -87,11 +82,7 @@ def standing_description(path: Path, height: float) -> str:
         raise launch_arguments.LaunchArgumentError("urdf", f"{path}: needs one root link not named world")
     floating = (f'<link name="world"/><joint name="root_joint" type="floating"><origin xyz="0 0 {height!r}"/>'
                 f'<parent link="world"/><child link="{roots[0]}"/></joint>')
-    joints = "".join(f'<joint name="{joint}"><command_interface name="position"/><state_interface name="position">'
-                     f'<param name="initial_value">{angle!r}</param></state_interface></joint>'
-                     for joint, angle in STANCE.items())
-    control = ('<ros2_control name="stance" type="system"><hardware><plugin>joint_state_topic_hardware_interface/'
-               f'JointStateTopicSystem</plugin></hardware>{joints}</ros2_control>')
+    control = launch_arguments.position_hold("stance", STANCE)
     start, end = xml.index(">", xml.index("<robot")) + 1, xml.rindex("</robot>")
     return xml[:start] + floating + xml[start:end] + GROUND + control + xml[end:]
 

@@ -377,3 +377,27 @@ def namespaced_remappings(configurations: Mapping[str, str], topics: list[str] |
         return []
     prefix = "/" + node_namespace.strip("/")
     return [(topic, prefix + topic) for topic in topics]
+
+
+# -- robots the launch files make their descriptions from ----------------------------------------
+def example_robot_data(relative: str, argument: str) -> Path:
+    """The file `relative` of example-robot-data, where mb_sim looks for package://example-robot-data
+    (LaunchArgumentError naming `argument`, the one giving another file, if it is not installed)."""
+    from mb_sim.urdf.meshes import mesh_search_paths
+
+    for share in mesh_search_paths("example-robot-data", None):
+        if (share / relative).is_file():
+            return share / relative
+    name = relative.rsplit("/", 1)[-1]
+    raise LaunchArgumentError(argument, f"example-robot-data's {name} not found "
+                                        f"(pip install example-robot-data, or give {argument}:=<path>)")
+
+
+def position_hold(name: str, positions: Mapping[str, float]) -> str:
+    """A topic-based ``<ros2_control>`` element giving each joint of `positions` a position
+    interface whose ``initial_value`` is its position: the node's servos hold them from the start."""
+    joints = "".join(f'<joint name="{joint}"><command_interface name="position"/><state_interface name="position">'
+                     f'<param name="initial_value">{value!r}</param></state_interface></joint>'
+                     for joint, value in positions.items())
+    return (f'<ros2_control name="{name}" type="system"><hardware><plugin>joint_state_topic_hardware_interface/'
+            f'JointStateTopicSystem</plugin></hardware>{joints}</ros2_control>')

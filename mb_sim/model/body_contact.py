@@ -33,11 +33,12 @@ from sympy import Expr, S
 
 from mb_sim.model.base import ConnectionBase
 from mb_sim.model.contact import ContactFeature, _guard, bounding_sphere, contact_features
-from mb_sim.model.parameters import parameter
-from mb_sim.model.manifold import SLOTS, SlotGroup, slot_loads, slot_parameters
 from mb_sim.model.contact_law import (
-    DEFAULT_PENETRATION, REFERENCE_STEP, STIFFEST_FREQUENCY, ContactLaw, contact_energy, contact_force, contact_parameters, default_parameters, stiction_parameters,
+    DEFAULT_PENETRATION, REFERENCE_STEP, STIFFEST_FREQUENCY, ContactLaw, contact_energy, contact_force,
+    contact_parameters, default_parameters, stiction_parameters,
 )
+from mb_sim.model.manifold import SLOTS, SlotGroup, slot_loads, slot_parameters
+from mb_sim.model.parameters import parameter
 from mb_sim.model.stiction import AnchorFields, anchor_states, anchor_update, define_stiction, plain, stiction_force
 from mb_sim.urdf import CollisionDescription, ContactPairDescription
 from mb_sim.urdf.description import SelfCollisionDescription

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from sympy import Symbol, lambdify
 
+from mb_sim.model.base import symbol_name
 from mb_sim.model.kinematics import link_pose_expressions
 from mb_sim.model.robot import Robot
 
@@ -34,14 +35,14 @@ class InverseKinematics:
         if link not in robot.links:
             raise KeyError(f"robot '{robot.name}' has no link {link!r}")
         q = list(robot.system.q)
-        names = [str(s).removesuffix("(t)") for s in q]
+        names = [symbol_name(s) for s in q]
         self.coordinates = names
         self.indices = []
         self.bounds = []
         for joint in joints:
             if joint not in robot.joints or len(robot.joints[joint].q) != 1:
                 raise KeyError(f"robot '{robot.name}' has no one-DoF joint {joint!r}")
-            self.indices.append(names.index(str(robot.joints[joint].q[0]).removesuffix("(t)")))
+            self.indices.append(names.index(symbol_name(robot.joints[joint].q[0])))
             limit = robot.joints[joint].joint_description.limit
             self.bounds.append((-np.inf if limit.lower is None else limit.lower,
                                 np.inf if limit.upper is None else limit.upper))
@@ -61,7 +62,7 @@ class InverseKinematics:
               tolerance: float = 1e-9, iterations: int = 200, damping: float = 1e-3) -> dict[str, float]:
         """The joints' positions reaching (`position`, `rotation`) from `start` (coordinates by
         name, or the whole vector); IKError when the error stays above `tolerance`."""
-        q = self._start(start)
+        q = self.coordinates_of(start)
         target, goal = np.asarray(position, dtype=float), np.asarray(rotation, dtype=float)
         error = np.inf
         for _ in range(iterations):
@@ -75,7 +76,9 @@ class InverseKinematics:
         raise IKError(f"the tool of the link cannot reach {np.round(target, 6).tolist()} with that orientation "
                       f"(error {error:.3g} after {iterations} steps: out of reach or past the joint limits)")
 
-    def _start(self, start) -> np.ndarray:
+    def coordinates_of(self, start: Mapping[str, float] | np.ndarray) -> np.ndarray:
+        """The whole coordinate vector of `start` (values by coordinate name, the others zero and
+        unit quaternions; or the vector itself, copied)."""
         if isinstance(start, Mapping):
             q = np.zeros(len(self.coordinates))
             for name, value in start.items():

@@ -84,7 +84,8 @@ def slot_loads(group: SlotGroup, law: ContactLaw, link_state, reference: Matrix,
         normal = temps.matrix(R2 * n, f"normal of {name} (world)")
         d = temps.scalar(_dot(normal, x_b - x_a), f"penetration of {name}")
         touching = guard(d > 0, temps)
-        x = touching((x_a + x_b) / 2, f"contact point of {name} (world)")
+        point = temps.matrix((x_a + x_b) / 2, f"midpoint of {name} (world)")  # (the anchor follows it off contact)
+        x = touching(point, f"contact point of {name} (world)")
         relative = touching((v1 + _cross(w1, x - p1)) - (v2 + _cross(w2, x - p2)),
                             f"relative velocity at {name} (world)")
         anchor = anchors[k] if anchors is not None else None
@@ -95,7 +96,6 @@ def slot_loads(group: SlotGroup, law: ContactLaw, link_state, reference: Matrix,
             slide = touching(relative - _dot(normal, relative) * normal, f"slip velocity of {name} (world)")
             f, spring = stiction_force(law, x, held, slide, normal, f_n, touching, name)
             energy += spring
-            point = temps.matrix((x_a + x_b) / 2, f"contact point of {name} for its anchor (world)")
             updates.update(anchor_update(law, anchor, point, normal, d, f_n, (R2, p2), temps, name))
         force += f
         torque += touching(_cross(x - reference, f), f"moment of the contact force of {name} about the reference")

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Pose, Quaternion, Transform, TransformStamped, Twist, Vector3, Wrench, WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from transforms3d.quaternions import mat2quat, quat2mat
 
-__all__ = ["stamp", "seconds", "quaternion", "transform", "transform_stamped", "pose_matrix",
+__all__ = ["stamp", "duration", "seconds", "quaternion", "transform", "transform_stamped", "pose_matrix",
            "transform_matrix", "odometry", "joint_state", "vector3", "wrench_stamped"]
 
 
@@ -22,6 +22,12 @@ def stamp(t: float) -> Time:
     """``builtin_interfaces/Time`` of `t` seconds (rounded to the nanosecond)."""
     nanoseconds = round(t * 1e9)
     return Time(sec=nanoseconds // 10**9, nanosec=nanoseconds % 10**9)
+
+
+def duration(t: float) -> Duration:
+    """``builtin_interfaces/Duration`` of `t` seconds (rounded to the nanosecond)."""
+    nanoseconds = round(t * 1e9)
+    return Duration(sec=nanoseconds // 10**9, nanosec=nanoseconds % 10**9)
 
 
 def seconds(time: Time) -> float:

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Duration
-from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
+from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from mb_sim.ros.conversions import duration
+from mb_sim.ros.qos import LATCHED_QOS
 from mb_sim.sim.pick_place import PANDA, plan_pick_and_place
 
 __all__ = ["PickAndPlace"]
@@ -47,12 +49,11 @@ class PickAndPlace:
         self.offset = np.array(declare("place_offset", [0.0, 0.2, 0.0]).value, dtype=float)
         self.grasp_height = float(declare("grasp_height", 0.0).value)
         self.tolerance = float(declare("tolerance", 0.02).value)
-        self.spec = type(PANDA)(**{**PANDA.__dict__, "approach": float(declare("approach", PANDA.approach).value),
-                                   "speed": float(declare("speed", PANDA.speed).value)})
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.spec = replace(PANDA, approach=float(declare("approach", PANDA.approach).value),
+                            speed=float(declare("speed", PANDA.speed).value))
         self.description: list[str] = []
         self.clock = [0.0]  # sim time, from /clock (0 until the first: a paused simulator)
-        node.create_subscription(String, "robot_description", lambda m: self.description.append(m.data), latched)
+        node.create_subscription(String, "robot_description", lambda m: self.description.append(m.data), LATCHED_QOS)
         node.create_subscription(Clock, "/clock", lambda m: self.clock.append(m.clock.sec + m.clock.nanosec * 1e-9), 10)
         self.trajectory = node.create_publisher(JointTrajectory, f"{self.simulator}/joint_trajectory", 10)
         self.entity = node.create_client(GetEntityState, f"{self.simulator}/get_entity_state")
@@ -71,7 +72,7 @@ class PickAndPlace:
         pick = start + np.array([0.0, 0.0, self.grasp_height])
         names, points = plan_pick_and_place(robot, pick, pick + self.offset, self.spec)
         message = JointTrajectory(joint_names=names, points=[
-            JointTrajectoryPoint(positions=positions, time_from_start=Duration(sec=int(t), nanosec=int(t % 1 * 1e9)))
+            JointTrajectoryPoint(positions=positions, time_from_start=duration(t))
             for t, positions in points])
         del self.clock[:-1]  # planning took a while: the sim time now, from a fresh /clock (none while paused)
         self._spin_until(lambda: len(self.clock) > 1, 1.0)
@@ -92,7 +93,7 @@ class PickAndPlace:
         future = self.entity.call_async(GetEntityState.Request(entity=self.object))
         rclpy.spin_until_future_complete(self.node, future, timeout_sec=WAIT)
         response = future.result()
-        if response is None or response.result.result != 1:  # RESULT_OK
+        if response is None or response.result.result != Result.RESULT_OK:
             return None
         p = response.state.pose.position
         return np.array([p.x, p.y, p.z])

@@ -223,7 +223,7 @@ class SimulationInterfacesServer:
         self._node = node
         self._session = session
         self._publish = publish
-        objects = getattr(getattr(node, "params", None), "objects", ())  # a scene's (mb_sim.urdf.scene)
+        objects = node.params.objects  # a scene's (mb_sim.urdf.scene)
         self._base = _Base(session.sim, exclude=frozenset(f"{o.name}_joint" for o in objects))
         self._bases = {self.entity: self._base, **{o.name: _Base(session.sim, f"{o.name}_joint") for o in objects}}
         self._categories = {self.entity: EntityCategory.CATEGORY_ROBOT, **{

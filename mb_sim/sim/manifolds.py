@@ -12,10 +12,9 @@ points.  Of more points than slots the deepest is kept, then each time the one f
 kept (a face keeps its corners).  The manifold persists (as Bullet's does): a slot still within
 the margin whose points have not slid :data:`MATCH` apart keeps its material points, normal and
 stiction anchor, so its force never jumps and a held grasp stays held; coal's points add only the
-contacts not held yet, and a new slot starts unstressed.  A pair whose links have together moved less than a quarter of :data:`MARGIN` since
-its slots were found keeps them (a slot is exact for a corner on a face as long as it stays on
-it, and no other point can have closed the margin): a resting stack costs no search.  The result
-depends on the state and the slots of the last step only: deterministic.
+contacts not held yet, and a new slot starts unstressed.  Which pairs are looked at, and when:
+:class:`ContactManifolds`.  The result depends on the state and the slots of the last step only:
+deterministic.
 """
 from __future__ import annotations
 

@@ -57,9 +57,9 @@ def plan_pick_and_place(robot, pick, place, spec: GraspSpec = PANDA, start: dict
 
     ik = InverseKinematics(robot, spec.hand_link, spec.arm_joints, spec.tool)
     rotation = rpy_to_matrix(np.asarray(spec.tool_rpy, dtype=float))
+    q = ik.coordinates_of(start or {})
     if start is None:
-        start = {str(robot.joints[j].q[0]).removesuffix("(t)"): v for j, v in zip(spec.arm_joints, spec.home)}
-    q = ik._start(start)
+        q[ik.indices] = spec.home
     pick, place = np.asarray(pick, dtype=float), np.asarray(place, dtype=float)
     up = np.array([0.0, 0.0, spec.approach])
     names = [*spec.arm_joints, spec.gripper_joint]

@@ -334,13 +334,9 @@ def _manifolds(robot, symbol_name) -> list[ManifoldFacts]:
         groups = getattr(contact, "slot_groups", [])
         offset = len(getattr(contact, "checks", []))
         for group in groups:
-            shapes = [[], []]  # each shape once (by identity: they hold arrays)
-            for pair in group.shape_pairs:
-                for side in (0, 1):
-                    if not any(pair[side] is s for s in shapes[side]):
-                        shapes[side].append(pair[side])
-            pairs = tuple(tuple(next(k for k, s in enumerate(shapes[side]) if s is pair[side]) for side in (0, 1))
-                          for pair in group.shape_pairs)
+            shapes = [list({id(pair[side]): pair[side] for pair in group.shape_pairs}.values()) for side in (0, 1)]
+            index = [{id(shape): k for k, shape in enumerate(side)} for side in shapes]  # (shapes hold arrays)
+            pairs = tuple((index[0][id(first)], index[1][id(second)]) for first, second in group.shape_pairs)
             anchors = tuple(tuple(symbol_name(s) for s in anchor)
                             for anchor in contact.anchors[offset:offset + group.count]) if contact.anchors else ()
             offset += group.count
@@ -353,7 +349,7 @@ def _manifolds(robot, symbol_name) -> list[ManifoldFacts]:
 def _shape_record(shape) -> tuple:
     """A collision shape as plain numbers: (shape, size, xyz, rotation row-major, its hull's vertices
     flattened: a mesh's all, scaled)."""
-    hull = shape.hull if getattr(shape, "hull", None) is not None else shape.points
+    hull = shape.hull if shape.hull is not None else shape.points
     points = () if hull is None else tuple(float(v) for v in np.asarray(hull, float).ravel())
     return (shape.shape, tuple(float(v) for v in shape.size), tuple(float(v) for v in shape.xyz),
             tuple(float(v) for v in np.asarray(shape.rotation, float).ravel()), points)
