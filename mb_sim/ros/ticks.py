@@ -50,16 +50,20 @@ class TickLoop:
                                                      now - self._last_cap < RATE_WINDOW), achieved)
 
     def on_session(self, event: str) -> None:
-        """After a session event: pacing restarts on a start or reset, the timer is retimed."""
+        """After a session event: pacing restarts on a start or reset, the timer is retimed; a pause
+        between publish-period boundaries publishes the state it stopped at."""
         if event in ("started", "reset"):
             self.pacer.stop()
             self.monitor.reset()
             self._last_cap = -math.inf
         if event == "reset":
             self._period_left = self.period_steps  # publish periods count from sim time 0 again
+        if event == "stopped" and self._session.paused and self._period_left != self.period_steps:
+            self._publishers.publish_state()  # paused between boundaries: the state it stands at
         period = round(self._period() * 1e9)
         if self._timer.timer_period_ns != period:
             self._timer.timer_period_ns = period
+            self._timer.reset()  # the next tick one new period from now, not on the old schedule
 
     def _period(self) -> float:
         """Wall seconds between ticks: a publish period, or FAST_TIMER_PERIOD while running as fast
