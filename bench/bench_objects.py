@@ -5,13 +5,15 @@ Scenes:
 
 * ``tower``: five 0.1 m cubes stacked on the ground, measured standing after 0.5 s of settling;
 * ``pair``: a cube resting on a cube (dropped 1 cm off centre, measured at rest after 2 s);
-* ``grasp``: urdf/gripper_lift.urdf holding a 20 mm box 5 cm up (mb_sim only: MuJoCo has no model
-  of this gripper's closed linkage here).
+* ``grasp``: urdf/gripper_lift.urdf holding a 20 mm box 5 cm up, measured after the test's grip,
+  lift and 5 s hold (MuJoCo: ``mujoco_gripper``, the loop pins as equality constraints, elliptic
+  cones, impratio 10, noslip; see its comments).
 
 Per scene: the first load (derive, generate, compile: a fresh cache), the cost of one step in
 ``Simulator.advance`` (N steps per call, the manifold's search and Python's overhead included,
 as a user gets it) and in ``mujoco.mj_step`` (N per call), best and median of repeats interleaved;
-where the scenes end (the top cube's height in both).  Nothing is asserted.
+where the scenes end (the top cube's height, the box's rise and slip in the grip, in both).
+Nothing is asserted.
 
 Run: ``.venv/bin/python bench/bench_objects.py [--quick] [--json PATH] [--markdown PATH]``.
 """
@@ -34,7 +36,7 @@ sys.path.insert(0, str(REPO / "test"))
 
 from bench_report import machine  # noqa: E402
 from object_scenes import (CUBE, cube_heights, cube_scene, grip_and_lift, gripper_scene, mujoco_cubes,  # noqa: E402
-                           mujoco_heights)
+                           mujoco_grip_and_lift, mujoco_gripper, mujoco_heights)
 
 STEPS_PER_CALL, REPEATS, QUICK_REPEATS = 200, 15, 5
 
@@ -64,14 +66,22 @@ def cube_row(name: str, heights: list[float], xs: list[float], settle: float, ca
 
 
 def grasp_row(cache: str, repeats: int) -> dict:
+    """Load (cold), grip, lift and hold the box in both (the test's commands), then time mb_sim's
+    and MuJoCo's steps on the held grasp."""
     start = time.perf_counter()
     sim = gripper_scene(cache)
     load = time.perf_counter() - start
     result = grip_and_lift(sim)
-    ours = [_best_median(lambda: sim.advance(STEPS_PER_CALL * 1e-3), 1)[0] for _ in range(repeats)]
+    model, data = mujoco_gripper()
+    mujoco_result = mujoco_grip_and_lift(model, data)
+    ours, theirs = [], []
+    for _ in range(repeats):  # interleaved: A B A B
+        ours.append(_best_median(lambda: sim.advance(STEPS_PER_CALL * 1e-3), 1)[0])
+        theirs.append(_best_median(lambda: mujoco.mj_step(model, data, STEPS_PER_CALL), 1)[0])
     return {"scene": "grasp", "load_s": load, "mb_sim_us": min(ours), "mb_sim_median_us": statistics.median(ours),
-            "mujoco_us": None, "mujoco_median_us": None, "ratio": None, "rise_m": result["rise"],
-            "slip_m": result["slip"], "slots_in_use": sim.manifolds.in_use}
+            "mujoco_us": min(theirs), "mujoco_median_us": statistics.median(theirs), "ratio": min(ours) / min(theirs),
+            "rise_m": result["rise"], "slip_m": result["slip"], "rise_mujoco_m": mujoco_result["rise"],
+            "slip_mujoco_m": mujoco_result["slip"], "slots_in_use": sim.manifolds.in_use}
 
 
 def markdown(rows: list[dict], info: dict) -> str:
@@ -82,7 +92,8 @@ def markdown(rows: list[dict], info: dict) -> str:
         theirs = f"{r['mujoco_us']:.1f} us" if r["mujoco_us"] else "(no model)"
         ratio = f"{r['ratio']:.2f}" if r["ratio"] else ""
         ends = (f"top cube {r['top_mb_sim_m']:.5f} m (MuJoCo {r['top_mujoco_m']:.5f})" if "top_mb_sim_m" in r
-                else f"box rose {r['rise_m'] * 1e3:.2f} mm, slipped {r['slip_m'] * 1e3:.6f} mm in 5 s")
+                else f"box rose {r['rise_m'] * 1e3:.2f} mm, slipped {r['slip_m'] * 1e3:.6f} mm in 5 s "
+                f"(MuJoCo {r['rise_mujoco_m'] * 1e3:.2f} mm, {r['slip_mujoco_m'] * 1e3:.6f} mm)")
         lines.append(f"| {r['scene']} | {r['load_s']:.1f} s | {r['mb_sim_us']:.1f} us (median {r['mb_sim_median_us']:.1f}) "
                      f"| {theirs} | {ratio} | {r['slots_in_use']} | {ends} |")
     return "\n".join(lines) + "\n"
