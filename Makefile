@@ -36,7 +36,8 @@ test-slow: setup
 # to BENCH_ARGS's --quick.  Then the ground contact's step cost (bench_contact.py: Go1, Solo12 standing vs
 # mid-air vs MuJoCo) into bench/results/contact.json and contact.md; then sweeps, batched rollouts against
 # mujoco.rollout, warm and fresh-process start-up and G1's cold compilation (bench_sweep.py) into sweep.json and .md;
-# then objects in contact side by side with MuJoCo (bench_objects.py: a cube tower, a resting pair, a grasp).
+# then objects in contact side by side with MuJoCo (bench_objects.py: a cube tower, a resting pair, a grasp);
+# then spawning and deleting in a running node (bench_spawn.py) into bench/results/spawn.md.
 NODE_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
 
 bench: setup
@@ -50,6 +51,7 @@ bench: setup
 		$(NODE_BENCH_ARGS)
 	@$(PY) -W ignore bench/bench_objects.py --json bench/results/objects.json --markdown bench/results/objects.md \
 		$(NODE_BENCH_ARGS)
+	@$(PY) -W ignore bench/bench_spawn.py --markdown bench/results/spawn.md
 
 # The same plus the n-link chain sweep and its scaling plots (bench/results/scaling_*.png).
 bench-plots: setup

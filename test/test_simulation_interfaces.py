@@ -159,7 +159,8 @@ def test_features_list_exactly_the_interfaces_offered(nodes, peer):
     claimed = set().union(*(FEATURE_INTERFACES.get(f, set()) for f in features))
     assert offered - ALWAYS == claimed, (sorted(offered), sorted(features))
     assert {F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE, F.SIMULATION_STATE_PAUSE} <= features
-    assert F.SPAWNING not in features and F.ENTITY_TAGS not in features
+    assert {F.SPAWNING, F.SPAWNING_ENTITIES, F.DELETING, F.SIMULATION_RESET_SPAWNED} <= features
+    assert F.ENTITY_TAGS not in features and F.SPAWNABLES not in features
 
 
 def _offered(peer, into: set[str]) -> set[str]:

@@ -21,7 +21,7 @@ class NodeRecording:
     def __init__(self, node, session: Session, params: NodeParameters, urdf_text: str, period_steps: int,
                  settings: Callable[[], dict]) -> None:
         self._node, self._session, self._params = node, session, params
-        self._urdf_text, self._period_steps, self._settings = urdf_text, period_steps, settings
+        self.urdf_text, self._period_steps, self._settings = urdf_text, period_steps, settings  # (the scene's)
         self.record_file = params.record_file
 
     def start(self, path: str) -> None:
@@ -31,6 +31,6 @@ class NodeRecording:
                     "period_steps": self._period_steps, "lockstep": params.lockstep,
                     "command_timeout": 0.0 if params.lockstep else params.command_timeout,
                     "allow_partial_joints_goal": params.allow_partial, **self._settings()}
-        self._session.start_recording(path, settings, serialize_message(String(data=self._urdf_text)),
+        self._session.start_recording(path, settings, serialize_message(String(data=self.urdf_text)),
                                       lambda text: serialize_message(String(data=text)))
         self._node.get_logger().info(f"recording commands and states to {self._session.recording}")

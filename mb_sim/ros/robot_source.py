@@ -26,10 +26,11 @@ from mb_sim.ros.qos import LATCHED_QOS
 from mb_sim.ros.teardown import interrupted, spin_until
 from mb_sim.sim import AssemblyError, SimulationError, Simulator
 from mb_sim.urdf import RepairWarning, URDFError, parse_urdf
-from mb_sim.urdf.scene import compose_scene
+from mb_sim.urdf.scene import SceneObject, compose_scene
 from mb_sim.urdf.xacro_expansion import expand_xacro_bounded, is_xacro, uses_xacro
 
-__all__ = ["BACKEND", "RobotSource", "STARTUP_ERRORS", "build_simulator", "load_robot", "read_robot_source",
+__all__ = ["BACKEND", "RobotSource", "STARTUP_ERRORS", "build_simulator", "load_robot", "read_own_source",
+           "read_robot_source", "scene_source", "simulator_options", "load_options", "build_options",
            "warnings_logged"]
 
 #: Compiled C models (the real-time backend).
@@ -54,22 +55,29 @@ class RobotSource:
     topic: str | None = None
 
 
-def read_robot_source(node, params: NodeParameters) -> RobotSource:
+def read_robot_source(node, params: NodeParameters, own: RobotSource | None = None) -> RobotSource:
     """From robot_description, else robot_description_topic, else urdf_file; a xacro file or text is
     expanded with xacro_args, and the loader gets the expanded text; with ``objects`` the scene's
-    (:mod:`mb_sim.urdf.scene`: the robot with them, what /robot_description then publishes)."""
-    robot = _robot_source(node, params)
-    if not params.objects:
-        return robot
+    (:mod:`mb_sim.urdf.scene`: the robot with them, what /robot_description then publishes).
+    `own`: the robot's own source, read already."""
+    robot = own or read_own_source(node, params)
     try:
-        text = compose_scene(robot.source, list(params.objects), params.floating_base)
+        return scene_source(robot, list(params.objects), params.floating_base)
     except URDFError as err:
         raise StartupError(f"parameter objects: {err.element}: {err.problem}") from None
+
+
+def scene_source(robot: RobotSource, objects: list[SceneObject], floating_base: bool) -> RobotSource:
+    """The source of `robot` with `objects` (`robot` itself without any); URDFError naming the
+    object that cannot be added."""
+    if not objects:
+        return robot
+    text = compose_scene(robot.source, objects, floating_base)
     return RobotSource(robot.parameter, text, text, robot.topic)
 
 
-def _robot_source(node, params: NodeParameters) -> RobotSource:
-    """The robot's own source (see :func:`read_robot_source`)."""
+def read_own_source(node, params: NodeParameters) -> RobotSource:
+    """The robot's own source, without the objects (see :func:`read_robot_source`)."""
     text = node.get_parameter("robot_description").value
     topic = node.get_parameter("robot_description_topic").value.strip()
     if text.strip() and topic:
@@ -184,15 +192,14 @@ def require_xml(parameter: str, where: str, text: str) -> None:
 
 
 # -- loading -----------------------------------------------------------------------------------
-def load_robot(node, params: NodeParameters, robot: RobotSource) -> Robot:
+def load_robot(node, params: NodeParameters, robot: RobotSource, scene: bool | None = None) -> Robot:
     """The robot model, loaded with ``strict``; a URDF that strict refuses but the loader would
     repair is blamed on ``strict`` (the error names the link), any other bad URDF on the source's
     parameter (a xacro file's by its name, though the loader read its expansion).  The repairs
-    made are logged."""
+    made are logged.  `scene`: the source is a composed scene (None: ``objects`` were given)."""
     try:
         with warnings_logged(node.get_logger(), skip=RepairWarning):  # repairs: listed below
-            model = load_urdf(robot.source, strict=params.strict, ground=params.ground,
-                              floating_base=params.floating_base and not params.objects)  # (a scene: composed)
+            model = load_urdf(robot.source, **load_options(params, scene))
     except STARTUP_ERRORS as err:
         if isinstance(err, URDFError) and err.source == "<string>" and robot.parameter == "urdf_file":
             err = URDFError(str(robot_path(node.get_parameter("urdf_file").value)), err.element, err.problem)
@@ -226,23 +233,36 @@ def _log_repairs(log, robot: Robot, parameter: str) -> None:
         log.warning(f"repair: {repair}")
 
 
-def simulator_options(params: NodeParameters, initial_positions: dict[str, float]) -> dict:
+def load_options(params: NodeParameters, scene: bool | None = None) -> dict:
+    """load_urdf's keywords: ``strict``, ``ground``, and ``floating_base`` unless the source is a
+    composed scene (`scene`; None: ``objects`` were given), whose robot got its joint there."""
+    scene = bool(params.objects) if scene is None else scene
+    return {"strict": params.strict, "ground": params.ground, "floating_base": params.floating_base and not scene}
+
+
+def simulator_options(params: NodeParameters, initial_positions: dict[str, float], scene: bool | None = None) -> dict:
     """Simulator keyword arguments from parameters: ``default_effort_limit``, the
     ``initial_positions`` given (a recording's replay assembles the model the same way), and how
     the URDF was loaded (``floating_base``, ``ground``: a replay loads the recorded URDF so)."""
+    load = load_options(params, scene)
     return {"default_effort_limit": params.default_effort_limit, "servo_frequency": params.servo_frequency,
             "servo_feed_forward": params.servo_feed_forward, "initial_positions": dict(initial_positions),
-            "floating_base": params.floating_base and not params.objects, "ground": params.ground}
+            "floating_base": load["floating_base"], "ground": params.ground}
+
+
+def build_options(params: NodeParameters, initial_positions: dict[str, float], scene: bool | None = None) -> dict:
+    """The keywords the node builds its Simulator with (but ``progress``)."""
+    return {"dt": params.dt, "backend": BACKEND, **simulator_options(params, initial_positions, scene)}
 
 
 def build_simulator(node, params: NodeParameters, robot: Robot, parameter: str,
-                    initial_positions: dict[str, float]) -> Simulator:
+                    initial_positions: dict[str, float], scene: bool | None = None) -> Simulator:
     """The simulator of `robot`, assembled from `initial_positions`; its warnings (cache, limits,
     assembly) to the log, its errors one line naming the parameter."""
     try:
         with warnings_logged(node.get_logger()):
-            return Simulator(robot, dt=params.dt, backend=BACKEND, progress=node.get_logger().info,
-                             **simulator_options(params, initial_positions))
+            return Simulator(robot, progress=node.get_logger().info,
+                             **build_options(params, initial_positions, scene))
     except AssemblyError as err:  # the model is assembled from initial_positions
         raise StartupError(f"parameter {'initial_positions' if initial_positions else parameter}: {err}") from None
     except STARTUP_ERRORS as err:

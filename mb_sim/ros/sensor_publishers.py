@@ -25,6 +25,17 @@ class SensorPublishers:
 
     def __init__(self, node, sim: Simulator, frames: dict[str, str], world_frame: str) -> None:
         self._node, self._sim = node, sim
+        before = set(node.publishers)
+        self._make(node, sim, frames, world_frame)
+        self._created = [publisher for publisher in node.publishers if publisher not in before]
+
+    def destroy(self) -> None:
+        """Destroy the publishers made here (the scene changed: its sensors are made anew)."""
+        for publisher in self._created:
+            self._node.destroy_publisher(publisher)
+        self._created = []
+
+    def _make(self, node, sim: Simulator, frames: dict[str, str], world_frame: str) -> None:
         robot = sim.robot
         frames = dict(frames)
         self.contacts = self.imus = self.force_torques = None

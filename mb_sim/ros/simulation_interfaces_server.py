@@ -13,8 +13,9 @@ What a single-robot simulator offers (:data:`FEATURES` lists exactly this):
   divergence; PAUSED = ``~/pause`` true; STOPPED = pause and ``~/reset``; QUITTING, NO_WORLD and
   LOADING_WORLD refused with RESULT_FEATURE_UNSUPPORTED, as Gazebo does: the node is stopped by
   its launch or Ctrl-C).
-- ``ResetSimulation``: ``~/reset`` (time and state together; SCOPE_SPAWNED has nothing to do:
-  nothing is spawned); a scope asking for time or state alone is RESULT_FEATURE_UNSUPPORTED.
+- ``ResetSimulation``: ``~/reset`` (time and state together), and SCOPE_SPAWNED de-spawns what
+  was spawned since start-up (SCOPE_ALL and SCOPE_DEFAULT do both: the simulation as launched);
+  a scope asking for time or state alone is RESULT_FEATURE_UNSUPPORTED.
 - ``StepSimulation`` and the ``SimulateSteps`` action: a step is one physics step (``physics_dt``),
   as a Gazebo step is one iteration; only while paused (else RESULT_OPERATION_FAILED, as the
   definitions say).  Both advance on a timer of this node, in slices of a few milliseconds of wall
@@ -36,8 +37,11 @@ What a single-robot simulator offers (:data:`FEATURES` lists exactly this):
   RESULT_OPERATION_FAILED (the definition's code for moving a static object), a planar base with
   RESULT_FEATURE_UNSUPPORTED; a bad quaternion or a non-finite number gives INVALID_POSE.
 
-Everything else (spawning and deleting at run time, worlds, named poses, bounds, tags) is not offered:
-a scene's objects are given at start-up.
+- ``SpawnEntity``, ``SpawnEntities`` and ``DeleteEntity`` (``~/spawn_entity``...): objects
+  (a URDF, or a built-in shape in mb_sim's object text form) join or leave the scene while it runs:
+  :mod:`mb_sim.ros.entity_spawner`, :mod:`mb_sim.ros.spawn_requests`.
+
+Everything else (worlds, named poses, bounds, tags, spawnables) is not offered.
 """
 from __future__ import annotations
 
@@ -64,6 +68,7 @@ from transforms3d.quaternions import mat2quat, quat2mat
 from mb_sim.model import FloatingJoint, PlanarJoint
 from mb_sim.model.base import symbol_name
 from mb_sim.ros.conversions import pose_matrix, quaternion, stamp, vector3
+from mb_sim.ros.spawn_requests import SPAWN_FORMATS
 from mb_sim.session import MAX_ADVANCE_STEPS, Session, SessionError
 from mb_sim.session.name_filter import NameFilter, NameFilterError
 from mb_sim.session.pacing import STEP_SLICE_BUDGET, StepCost, advance_within
@@ -80,6 +85,7 @@ FEATURES = [
     F.ENTITY_CATEGORIES, F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.ENTITY_INFO_GETTING,
     F.SIMULATION_RESET, F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING, F.SIMULATION_STATE_PAUSE,
     F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE, F.STEP_SIMULATION_ACTION,
+    F.SPAWNING, F.SPAWNING_ENTITIES, F.SPAWNING_RESOURCE_STRING, F.DELETING, F.SIMULATION_RESET_SPAWNED,
 ]
 #: The services, relative to the node (Gazebo's names, in the node's private namespace).
 SERVICES = {
@@ -223,12 +229,8 @@ class SimulationInterfacesServer:
         self._node = node
         self._session = session
         self._publish = publish
-        objects = node.params.objects  # a scene's (mb_sim.urdf.scene)
-        self._base = _Base(session.sim, exclude=frozenset(f"{o.name}_joint" for o in objects))
-        self._bases = {self.entity: self._base, **{o.name: _Base(session.sim, f"{o.name}_joint") for o in objects}}
-        self._categories = {self.entity: EntityCategory.CATEGORY_ROBOT, **{
-            o.name: EntityCategory.CATEGORY_STATIC_OBJECT if o.fixed else EntityCategory.CATEGORY_OBJECT
-            for o in objects}}
+        self.spawner = None  # the node's EntitySpawner (de-spawns on ResetSimulation)
+        self.rebind(self.entities(session.sim, node.params.objects))  # a scene's objects (mb_sim.urdf.scene)
         self._job: _SteppingJob | None = None
         self._step_cost = StepCost()  # sizes the slices of stepping to STEP_SLICE_BUDGET
         handlers = {
@@ -242,7 +244,8 @@ class SimulationInterfacesServer:
         }
         # StepSimulation awaits the stepping timer: both outside the node's default (mutually
         # exclusive) group, which the waiting call would otherwise hold, blocking every callback.
-        stepping = {"~/step_simulation": ReentrantCallbackGroup()}
+        waiting = ReentrantCallbackGroup()  # (ResetSimulation awaits a de-spawn)
+        stepping = {"~/step_simulation": waiting, "~/reset_simulation": waiting}
         self._services = [node.create_service(SERVICES[name], name, handler, callback_group=stepping.get(name))
                           for name, handler in handlers.items()]
         self._action = ActionServer(node, SimulateSteps, "~/simulate_steps", execute_callback=self._execute_steps,
@@ -252,6 +255,23 @@ class SimulationInterfacesServer:
                                                  clock=Clock(clock_type=ClockType.STEADY_TIME),
                                                  callback_group=MutuallyExclusiveCallbackGroup())
         self._stepping_timer.cancel()
+
+    @staticmethod
+    def entities(sim, objects) -> tuple[dict, dict]:
+        """(name -> base, name -> category) of the robot of `sim` and `objects`: what
+        :meth:`rebind` takes (built apart, off the executor: a moving base's twist is derived)."""
+        robot = _Base(sim, exclude=frozenset(f"{o.name}_joint" for o in objects))
+        bases = {sim.robot.name: robot, **{o.name: _Base(sim, f"{o.name}_joint") for o in objects}}
+        categories = {sim.robot.name: EntityCategory.CATEGORY_ROBOT, **{
+            o.name: EntityCategory.CATEGORY_STATIC_OBJECT if o.fixed else EntityCategory.CATEGORY_OBJECT
+            for o in objects}}
+        return bases, categories
+
+    def rebind(self, entities: tuple[dict, dict]) -> None:
+        """Serve these `entities` (:meth:`entities` of the session's simulator; after a spawn or
+        a delete, the new scene's)."""
+        self._bases, self._categories = entities
+        self._base = self._bases[self.entity]
 
     def destroy(self) -> None:
         """Destroy the action server (a waitable: the node's destroy_node leaves it, and the node
@@ -268,7 +288,7 @@ class SimulationInterfacesServer:
         """Exactly the features implemented here."""
         node = self._node
         response.features = SimulatorFeatures(
-            features=list(FEATURES), spawn_formats=[],
+            features=list(FEATURES), spawn_formats=list(SPAWN_FORMATS),
             custom_info=f"mb_sim: robot '{self.entity}' (its base link '{self._base.link}', "
                         f"{self._base.kind} base); a step is one physics step of {node.dt:g} s")
         return response
@@ -322,18 +342,26 @@ class SimulationInterfacesServer:
         self._publish()
         return "back to the initial state at sim time 0" + (" (recovered from divergence)" if recovered else "")
 
-    def _on_reset_simulation(self, request: ResetSimulation.Request, response: ResetSimulation.Response):
-        """The node's ~/reset, for the scopes that include both time and state (or spawned only)."""
+    async def _on_reset_simulation(self, request: ResetSimulation.Request, response: ResetSimulation.Response):
+        """The node's ~/reset for the scopes with both time and state; the entities spawned since
+        start-up de-spawned for SCOPE_SPAWNED (and so for SCOPE_ALL and SCOPE_DEFAULT, which
+        restart the simulation as launched)."""
         scope = request.scope
-        if scope in (ResetSimulation.Request.SCOPE_DEFAULT, ResetSimulation.Request.SCOPE_ALL) \
-                or scope & _TIME_AND_STATE == _TIME_AND_STATE:
-            response.result = result(message=self._reset())
-        elif scope == ResetSimulation.Request.SCOPE_SPAWNED:
-            response.result = result(message="nothing to de-spawn: mb_sim spawns no entities")
-        else:
+        if scope in (ResetSimulation.Request.SCOPE_DEFAULT, ResetSimulation.Request.SCOPE_ALL):
+            scope = _TIME_AND_STATE | ResetSimulation.Request.SCOPE_SPAWNED
+        both, spawned = scope & _TIME_AND_STATE == _TIME_AND_STATE, bool(scope & ResetSimulation.Request.SCOPE_SPAWNED)
+        if scope & _TIME_AND_STATE and not both or scope & ~(_TIME_AND_STATE | ResetSimulation.Request.SCOPE_SPAWNED):
             response.result = result(Result.RESULT_FEATURE_UNSUPPORTED,
-                                     f"scope {scope}: mb_sim resets time and state together "
-                                     "(SCOPE_ALL, SCOPE_DEFAULT or SCOPE_TIME | SCOPE_STATE)")
+                                     f"scope {request.scope}: mb_sim resets time and state together "
+                                     "(SCOPE_ALL, SCOPE_DEFAULT or SCOPE_TIME | SCOPE_STATE, with or without "
+                                     "SCOPE_SPAWNED)")
+            return response
+        done = result(message="nothing to de-spawn")
+        if spawned and self.spawner is not None:
+            done = await self.spawner.despawn_all()
+        if done.result == Result.RESULT_OK and both:
+            done = result(message=self._reset() + (f"; {done.error_message}" if spawned else ""))
+        response.result = done
         return response
 
     def _stepping_problem(self) -> Result | None:

@@ -22,6 +22,8 @@ The logic that needs no rclpy lives below: :mod:`mb_sim.session` (commands, paci
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rclpy.node import Node
 
 from mb_sim.ros.command_topics import CommandTopics
@@ -34,7 +36,11 @@ from mb_sim.ros.node_parameters import (
 from mb_sim.ros.node_services import NodeServices
 from mb_sim.ros.qos import LATCHED_QOS, TF_QOS
 from mb_sim.ros.recording import NodeRecording
-from mb_sim.ros.robot_source import build_simulator, load_robot, read_robot_source, simulator_options
+from mb_sim.ros.entity_spawner import EntitySpawner
+from mb_sim.ros.robot_source import (
+    RobotSource, build_options, build_simulator, load_options, load_robot, read_own_source, read_robot_source,
+    simulator_options,
+)
 from mb_sim.ros.ros2_control_topics import Ros2ControlElements, Ros2ControlTopics
 from mb_sim.ros.sensor_publishers import SensorPublishers
 from mb_sim.ros.simulation_interfaces_server import SimulationInterfacesServer
@@ -45,9 +51,24 @@ from mb_sim.ros.ticks import TickLoop
 from mb_sim.session import Session
 from mb_sim.session.pacing import steps_per_period
 from mb_sim.session.recorder import RecordingError
-from mb_sim.sim.frames import base_twist_function, frame_tree
+from mb_sim.sim import Simulator
+from mb_sim.sim.frames import FrameTree, base_twist_function, frame_tree
+from mb_sim.urdf.scene import SceneObject
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
+
+
+@dataclass(frozen=True)
+class _Scene:
+    """A scene loaded to be swapped in: its source and objects, simulator, TF frames, state
+    messages and simulation_interfaces entities."""
+
+    source: RobotSource
+    objects: list[SceneObject]
+    sim: Simulator
+    tree: FrameTree
+    messages: StateMessages
+    entities: tuple[dict, dict]
 
 
 class SimulationNode(Node):
@@ -58,7 +79,8 @@ class SimulationNode(Node):
         super().__init__("mb_sim")
         self.params = params = read_parameters(self)
         self.dt, self.world_frame = params.dt, params.world_frame  # (what the simulation standard reads)
-        source = read_robot_source(self, params)
+        own = read_own_source(self, params)
+        source = read_robot_source(self, params, own)
         self.urdf_text = source.text
         self.get_logger().info("loading the robot (a robot's first run derives and compiles its equations "
                                "of motion; later runs load them from the cache)")
@@ -67,16 +89,13 @@ class SimulationNode(Node):
         one_dof = {j.name for j in robot.joints.values() if len(j.q) == 1}
         self._initial_positions = {**elements.initial_positions(self, robot), **initial_positions_given(self, one_dof)}
         self.sim = sim = build_simulator(self, params, robot, source.parameter, self._initial_positions)
+        self._scene = bool(params.objects)  # the source is a composed scene (load_options)
         self.robot = sim.robot
         declare_initial_positions(self, sim, one_dof)
         declare_servo_gains(self, sim.servos)
         constraint_services = self._switch_constraints()
-        self._tree = tree = frame_tree(self.robot, params.world_frame, params.frame_prefix)
-        if params.world_frame in {edge.child_frame for edge in [*tree.moving, *tree.static]}:
-            raise StartupError(f"parameter world_frame: {params.world_frame!r} is also a link frame of the robot "
-                               "(choose another world_frame or a frame_prefix)")
-        twists = [(edge, base_twist_function(self.robot, edge.joint)) for edge in tree.odometry]
-        messages = StateMessages(sim, tree, params.world_frame, twists)
+        self._tree = tree = self._frame_tree(sim)
+        messages = self._state_messages(sim, tree)
         mimic = {name for name, joint in self.robot.joints.items() if joint.joint_description.mimic is not None}
         self._ros2_control = Ros2ControlTopics(self, elements, sim, mimic)
         # in lockstep commands never go stale; ros2_control's hardware stops sending once there
@@ -85,8 +104,7 @@ class SimulationNode(Node):
                                           start_paused=params.start_paused)
         session.subscribe(self._on_session)
         self.period_steps = steps_per_period(params.dt, params.publish_rate)
-        frames = {edge.child_link: edge.child_frame for edge in [*tree.moving, *tree.static]}
-        self._sensors = SensorPublishers(self, sim, frames, params.world_frame)
+        self._sensors = self._sensor_publishers(sim, tree)
         self._state_topics = StatePublishers(self, session, params, tree, messages, self._sensors, self._ros2_control,
                                            source.topic)
         self._commands = CommandTopics(self, session, lambda: self._ticks.locked_step())
@@ -100,6 +118,10 @@ class SimulationNode(Node):
                                         {motor for motor, joint in sim.motor_joints.items()
                                          if self.robot.joints[joint].joint_description.type == "prismatic"})
         self._simulation_interfaces = SimulationInterfacesServer(self, session, self.publish_state)
+        self._spawner = EntitySpawner(self, own, list(params.objects), self._scene_request, self._load_scene,
+                                      self._swap_scene,
+                                      lambda: set(self.robot.joints) | set(self.robot.links))
+        self._simulation_interfaces.spawner = self._spawner
         if params.record_file:
             try:
                 self._recording.start(params.record_file)
@@ -123,6 +145,58 @@ class SimulationNode(Node):
         """Publish the state reached (:meth:`StatePublishers.publish_state`)."""
         self._state_topics.publish_state()
 
+    # -- the scene: built at start-up, changed by a spawn or a delete ----------------------------
+    def _frame_tree(self, sim: Simulator) -> FrameTree:
+        """The TF frames of `sim`'s robot; StartupError where one is the world frame."""
+        params = self.params
+        tree = frame_tree(sim.robot, params.world_frame, params.frame_prefix)
+        if params.world_frame in {edge.child_frame for edge in [*tree.moving, *tree.static]}:
+            raise StartupError(f"parameter world_frame: {params.world_frame!r} is also a link frame of the robot "
+                               "(choose another world_frame or a frame_prefix)")
+        return tree
+
+    def _state_messages(self, sim: Simulator, tree: FrameTree) -> StateMessages:
+        twists = [(edge, base_twist_function(sim.robot, edge.joint)) for edge in tree.odometry]
+        return StateMessages(sim, tree, self.params.world_frame, twists)
+
+    def _sensor_publishers(self, sim: Simulator, tree: FrameTree) -> SensorPublishers:
+        frames = {edge.child_link: edge.child_frame for edge in [*tree.moving, *tree.static]}
+        return SensorPublishers(self, sim, frames, self.params.world_frame)
+
+    def _scene_request(self, source: RobotSource, scene: bool) -> dict:
+        """What the building process of a new scene gets (:mod:`mb_sim.sim.prepare`): the node's
+        own load options, so the node's load afterwards finds the result in the cache."""
+        return {"urdf": source.source, "load": load_options(self.params, scene),
+                "simulator": build_options(self.params, self._initial_positions, scene)}
+
+    def _load_scene(self, source: RobotSource, objects: list[SceneObject]) -> _Scene:
+        """The scene `source` (the robot with `objects`) from the cache the building process
+        filled, ready to swap in: its simulator, TF frames, state messages and entities (all
+        Python work, on the spawner's loading thread)."""
+        scene = bool(objects)
+        sim = build_simulator(self, self.params, load_robot(self, self.params, source, scene), source.parameter,
+                              self._initial_positions, scene)
+        tree = self._frame_tree(sim)
+        return _Scene(source, objects, sim, tree, self._state_messages(sim, tree),
+                      SimulationInterfacesServer.entities(sim, objects))
+
+    def _swap_scene(self, loaded: _Scene) -> None:
+        """Go on in the `loaded` scene: carry the run over, re-point what publishes it, announce it."""
+        sim = loaded.sim
+        sensors = self._sensor_publishers(sim, loaded.tree)
+        try:
+            self._session.replace_simulator(sim)
+        except Exception:
+            sensors.destroy()
+            raise
+        self._sensors.destroy()
+        self.sim, self.robot, self.urdf_text, self._tree = sim, sim.robot, loaded.source.text, loaded.tree
+        self._sensors, self._scene = sensors, bool(loaded.objects)
+        self._state_topics.rebind(loaded.tree, loaded.messages, sensors)
+        self._recording.urdf_text = loaded.source.text
+        self._simulation_interfaces.rebind(loaded.entities)
+        self._state_topics.publish_start(loaded.source.text)
+
     def _switch_constraints(self) -> dict[str, str]:
         """Apply ``disabled_constraints``; the SetBool service name of each constraint."""
         try:
@@ -137,7 +211,7 @@ class SimulationNode(Node):
         """What a recording's header adds to the pace: the simulator's options, the command topics
         and what they carry, ros2_control's interfaces, the joint states topic."""
         router = self._session.router
-        return {"simulator": simulator_options(self.params, self._initial_positions),
+        return {"simulator": simulator_options(self.params, self._initial_positions, self._scene),
                 "command_topics": {**self._commands.topics(), **self._ros2_control.topics()},
                 "ros2_control": {"interfaces": {joint: list(interfaces) for joint, interfaces
                                                 in router.ros2_control.items()},
@@ -174,4 +248,7 @@ class SimulationNode(Node):
         interfaces = getattr(self, "_simulation_interfaces", None)
         if interfaces is not None:
             interfaces.destroy()
+        spawner = getattr(self, "_spawner", None)
+        if spawner is not None:
+            spawner.destroy()  # a scene still building: its process ends with the node
         super().destroy_node()

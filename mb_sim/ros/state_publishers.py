@@ -67,6 +67,13 @@ class StatePublishers:
                              else None)
         self.last_clock = -float("inf")  # wall time /clock was last published while not running
 
+    def rebind(self, tree: FrameTree, messages: StateMessages, sensors: SensorPublishers) -> None:
+        """Publish the session's simulator now (the scene changed: an object spawned or deleted),
+        with its `tree`, `messages` and `sensors`; the robot's own publishers stay."""
+        self._sim, self._tree, self._messages, self._sensors = self._session.sim, tree, messages, sensors
+        if tree.odometry and self.odometry is None:
+            self.odometry = counted_publisher(self._node, Odometry, "odom", 10)
+
     @staticmethod
     def _loop_wrenches(sim: Simulator, tree: FrameTree, world_frame: str) -> list:
         """The reaction wrench to publish for each loop joint that is a named constraint."""

@@ -30,6 +30,7 @@ import numpy as np
 from mb_sim.session.command_router import CommandRouter
 from mb_sim.session.recorder import Recorder, RecordingError
 from mb_sim.sim import SimulationError, Simulator
+from mb_sim.sim.carry import carry_state
 
 __all__ = ["Session", "SessionError", "Listener", "EVENTS", "MAX_ADVANCE_STEPS"]
 
@@ -118,6 +119,19 @@ class Session:
         """The command clock at wall time `now` (default: the clock's now)."""
         now = self._clock() if now is None else now
         return (now if self._stopped_since is None else self._stopped_since) - self._stopped_total
+
+    def replace_simulator(self, sim: Simulator) -> None:
+        """Go on with `sim`, the same robot in another scene (an object spawned or deleted): the
+        run is carried over (:func:`~mb_sim.sim.carry.carry_state`), the commands held, the pause
+        and the command clock stay.  Refused (:class:`SessionError`) while recording (a
+        recording holds one model) and for a robot with other actuated joints or motors."""
+        if self._recorder is not None:
+            raise SessionError("a recording is running: stop it first (a recording holds one model)")
+        old = self._sim
+        if sim.actuated_joints != old.actuated_joints or sim.motors != old.motors:
+            raise SessionError("the new simulator's actuated joints or motors differ from the running one's")
+        carry_state(old, sim)
+        self._sim = self._router.sim = sim
 
     # -- running and stopping --------------------------------------------------------------------
     def pause(self) -> None:
