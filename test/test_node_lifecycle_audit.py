@@ -44,6 +44,18 @@ def diagnostics_values(peer, timeout: float = 10.0) -> tuple[int, dict[str, str]
     return status.level, {item.key: item.value for item in status.values}
 
 
+def joint_states_of_a_run(peer, running: float, after: float) -> tuple[list, dict[str, str]]:
+    """Subscribe to /joint_states, run for `running` s, pause, wait `after` s: what was received
+    and the /diagnostics values then."""
+    received = peer.collect(JointState, "/joint_states")
+    peer.spin_for(1.0)  # matched
+    assert pause(peer, False).success
+    peer.spin_for(running)
+    assert pause(peer, True).success
+    peer.spin_for(after)
+    return received, diagnostics_values(peer)[1]
+
+
 def pause(peer, data: bool) -> SetBool.Response:
     return peer.call(SetBool, "/mb_sim/pause", SetBool.Request(data=data), timeout=10.0)
 
@@ -257,13 +269,7 @@ def test_as_fast_as_possible_unread_periods_are_merged_read_ones_published(nodes
     unread_until = float(values["sim time [s]"])
     assert unread_until > 20.0, values  # far faster than real time while nobody read
     assert int(values["publish periods merged into the next message"]) == 0, values  # not counted: unread
-    received = peer.collect(JointState, "/joint_states")
-    peer.spin_for(1.0)  # matched
-    assert pause(peer, False).success
-    peer.spin_for(0.5)
-    assert pause(peer, True).success
-    peer.spin_for(1.5)
-    _, values = diagnostics_values(peer)
+    received, values = joint_states_of_a_run(peer, 0.5, 1.5)
     stamps = [round(stamp_of(m) * 100.0, 6) for m in received]
     assert len(stamps) > 10 and stamps == sorted(set(stamps)), stamps[:20]
     assert all(s == int(s) for s in stamps[:-1]), "a message between period boundaries"
@@ -278,13 +284,7 @@ def test_a_pause_between_publish_periods_publishes_where_it_stopped(nodes, peer)
     # (CI: 4971.19 published, paused at 4971.196).  Periods of 5 s make the pause fall inside one.
     nodes.get("-p", "urdf_file:=pendulum", "-p", "real_time_factor:=0.0", "-p", "publish_rate:=0.2",
               "-p", "physics_dt:=0.0001", "-p", "start_paused:=true", "-p", "publish_clock:=false")
-    received = peer.collect(JointState, "/joint_states")
-    peer.spin_for(1.0)  # matched
-    assert pause(peer, False).success
-    peer.spin_for(0.3)
-    assert pause(peer, True).success
-    peer.spin_for(1.0)
-    _, values = diagnostics_values(peer)
+    received, values = joint_states_of_a_run(peer, 0.3, 1.0)
     paused_at = float(values["sim time [s]"])
     assert received and paused_at % 5.0 > 1e-3, (paused_at, len(received))  # inside a period
     assert stamp_of(received[-1]) == pytest.approx(paused_at, abs=1e-6)
