@@ -41,6 +41,10 @@ INTEGRATORS = {
 #: (Ctrl-C) and judges runaways, so a long ``advance`` stays interruptible and a runaway is found
 #: within this many steps.
 MAX_STEPS_PER_CALL = 1000
+#: The implicit methods, which take the Jacobian of the rates (forward_difference_jacobian).
+IMPLICIT = ("Radau", "BDF")
+#: A forward difference's relative step: the square root of the double's epsilon.
+JACOBIAN_STEP = float(np.sqrt(np.finfo(float).eps))
 
 
 class Steppable(Protocol):
@@ -139,15 +143,22 @@ class AdaptiveSciPy:
                 return np.full(len(x), np.inf)
             return np.concatenate([b.qdot, b.udot, b.zdot])
 
+        def jacobian(t: float, x: np.ndarray) -> np.ndarray:
+            return forward_difference_jacobian(derivative, t, x)
+
+        implicit = {"jac": jacobian} if self.method in IMPLICIT else {}
         sim.runaway.begin(t0)
         sim.manifolds.refresh(t0)  # the contacts found once per advance (rk4 finds them every step)
         try:  # a rejected trial (an infinite rate) is the solver's to handle, whatever the caller's error state
             with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                 solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.method,
-                                     rtol=sim.rtol, atol=sim.atol)
+                                     rtol=sim.rtol, atol=sim.atol, **implicit)
         except KeyboardInterrupt:  # the buffers hold a trial stage: back to the start
             load(start)
             raise
+        except (ValueError, np.linalg.LinAlgError) as err:  # SciPy's own, from a state it cannot go on from
+            load(start)
+            raise sim.failure(3, at=t0, detail=f"{self.method}: {err}") from None
         end = solution.y[:, -1]
         if not solution.success or not np.all(np.isfinite(end)):
             load(start)
@@ -159,6 +170,24 @@ class AdaptiveSciPy:
         sim.project()
         move_anchors(sim.robot_model, sim.model, sim.time)  # rk4 moves them after every step, in C
         sim.runaway.check(sim.time, max(1, round(duration / sim.dt)))
+
+
+def forward_difference_jacobian(rate, t: float, x: np.ndarray) -> np.ndarray:
+    """d rate / dx at (t, x) by forward differences, column j stepped by JACOBIAN_STEP max(|x_j|, 1):
+    what Radau and BDF get instead of SciPy's own estimate, which grows a column's step tenfold
+    each time the column comes out zero (a wheel's angle, which nothing depends on) until it is
+    infinite, and the solver stops with "array must not contain infs or NaNs" (the diff drive at
+    rtol 1e-10).  Entries that are not finite (a trial state where the dynamics fail) are zero:
+    the Jacobian only steers Newton's iterations, a step they do not converge on is rejected."""
+    base = rate(t, x)
+    columns = np.empty((len(x), len(x)))
+    for j in range(len(x)):
+        step = JACOBIAN_STEP * max(abs(x[j]), 1.0)
+        shifted = x.copy()
+        shifted[j] += step
+        columns[:, j] = (rate(t, shifted) - base) / step
+    rate(t, x)  # the buffers back at (t, x)
+    return np.where(np.isfinite(columns), columns, 0.0)
 
 
 def stepper(name: str) -> FixedStepRK4 | AdaptiveSciPy:
