@@ -190,7 +190,7 @@ class EntitySpawner:
                            "has finished")
         if self._node.session.recording is not None:
             return _result(Result.RESULT_INCORRECT_STATE, "a recording is running (it holds one model): stop it "
-                           "(~/stop_recording) before spawning or deleting")
+                           "(~/record with data: false) before spawning or deleting")
         return None
 
     @staticmethod

@@ -50,11 +50,11 @@ def spawn_object(request, world_frame: str, taken: set[str]) -> SceneObject:
     named uniquely against `taken` (names of entities, links and joints in the scene), or
     :class:`SpawnRefused`."""
     xyz, rpy = _pose(request.initial_pose, world_frame)
-    urdf, text = _resource(request)
-    name = _name(request, urdf, taken)
+    urdf, root, text = _resource(request)
+    name = _name(request, root, taken)
     try:
         if urdf is not None:
-            item = SceneObject(name, urdf=urdf, xyz=xyz, rpy=rpy, fixed=_massless_root(urdf))
+            item = SceneObject(name, urdf=urdf, xyz=xyz, rpy=rpy, fixed=_massless_root(root))
         else:
             item = parse_object(f"name={name} {text}")
             item = replace(item, xyz=xyz, rpy=rpy)
@@ -83,27 +83,27 @@ def _pose(pose, world_frame: str) -> tuple[tuple[float, ...], tuple[float, ...]]
     return tuple(map(float, xyz)), (float(roll), float(pitch), float(yaw))
 
 
-def _resource(request) -> tuple[str | None, str]:
-    """(URDF path or text, or None; the object text form, '') the request gives (a SpawnEntity
-    service request has the uri and resource string, a SpawnEntities one its entity_resource)."""
+def _resource(request) -> tuple[str | None, ET.Element | None, str]:
+    """(URDF path or text, its parsed root; or None, None and the object text form) the request
+    gives (a SpawnEntity service request has the uri and resource string, a SpawnEntities one its
+    entity_resource)."""
     resource = getattr(request, "entity_resource", request)
     if resource.uri:
-        return _file(resource.uri), ""
+        return _file(resource.uri)
     text = resource.resource_string.strip()
     if not text:
         raise SpawnRefused(R.NO_RESOURCE, "uri and resource_string are both empty")
     if text.startswith("<"):
-        _check_urdf(text, "resource_string")
-        return text, ""
+        return text, _parsed_urdf(text, "resource_string"), ""
     given = [key for key in _REQUEST_KEYS if any(item.partition("=")[0] == key for item in text.split())]
     if given:
         raise SpawnRefused(R.RESOURCE_PARSE_ERROR, f"resource_string: {given[0]}= is not taken there; the name goes "
                                                    "in the request's name, the pose in initial_pose")
-    return None, text
+    return None, None, text
 
 
-def _file(uri: str) -> str:
-    """The URDF file `uri` names (a path, file:// or package://), checked to be URDF."""
+def _file(uri: str) -> tuple[str, ET.Element, str]:
+    """The URDF file `uri` names (a path, file:// or package://), parsed and checked to be URDF."""
     try:
         path = resolve_mesh(uri, None) if uri.startswith("package://") else Path(uri.removeprefix("file://"))
     except MeshError as err:
@@ -114,12 +114,12 @@ def _file(uri: str) -> str:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise SpawnRefused(R.RESOURCE_PARSE_ERROR, f"uri {uri!r}: cannot be read: {err}") from None
-    _check_urdf(text, f"uri {uri!r}")
-    return str(path)
+    return str(path), _parsed_urdf(text, f"uri {uri!r}"), ""
 
 
-def _check_urdf(text: str, where: str) -> None:
-    """RESOURCE_PARSE_ERROR unless `text` is XML; UNSUPPORTED_FORMAT unless its root is <robot>."""
+def _parsed_urdf(text: str, where: str) -> ET.Element:
+    """The root of `text`: RESOURCE_PARSE_ERROR unless it is XML, UNSUPPORTED_FORMAT unless the
+    root is <robot>."""
     try:
         root = ET.fromstring(text)
     except ET.ParseError as err:
@@ -127,11 +127,12 @@ def _check_urdf(text: str, where: str) -> None:
     if root.tag != "robot":
         raise SpawnRefused(R.UNSUPPORTED_FORMAT, f"{where}: a <{root.tag}> document; mb_sim spawns URDF (<robot>) "
                                                  "or its object text form (spawn_formats)")
+    return root
 
 
-def _name(request, urdf: str | None, taken: set[str]) -> str:
+def _name(request, root: ET.Element | None, taken: set[str]) -> str:
     """The entity's name: given, else the URDF's robot name; unique or renamed (allow_renaming)."""
-    name = request.name or (_robot_name(urdf) if urdf is not None else "")
+    name = request.name or (root.get("name", "") if root is not None else "")
     if name and (any(c.isspace() for c in name) or "/" in name):
         raise SpawnRefused(R.NAME_INVALID, f"name {name!r}: names have no spaces or '/'")
     if name and name not in taken:
@@ -145,18 +146,9 @@ def _name(request, urdf: str | None, taken: set[str]) -> str:
     return next(f"{stem}_{k}" for k in range(1, len(taken) + 2) if f"{stem}_{k}" not in taken)
 
 
-def _root(urdf: str) -> ET.Element:
-    return ET.fromstring(Path(urdf).read_text() if not urdf.lstrip().startswith("<") else urdf)
-
-
-def _robot_name(urdf: str) -> str:
-    return _root(urdf).get("name", "")
-
-
-def _massless_root(urdf: str) -> bool:
+def _massless_root(root: ET.Element) -> bool:
     """Whether the URDF's root link has no mass: a static object (pybullet's convention for a base
     of mass 0, which its plane, tray and scene files use; a free body without mass could not move)."""
-    root = _root(urdf)
     children = {joint.find("child").get("link") for joint in root.findall("joint") if joint.find("child") is not None}
     roots = [link for link in root.findall("link") if link.get("name") not in children]
     if len(roots) != 1:

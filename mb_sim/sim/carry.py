@@ -35,7 +35,6 @@ def _carry_parameters(old: Simulator, new: Simulator) -> None:
     or rise when a spawned object changed it).  Parameters of what is new keep the new defaults."""
     b = new.model.buffers
     b.params[:] = _named(b.params, new.parameter_names, old.model.buffers.params, old.parameter_names)
-    new.runaway.restart()
 
 
 def _named(target: np.ndarray, names: list[str], source: np.ndarray, source_names: list[str]) -> np.ndarray:
