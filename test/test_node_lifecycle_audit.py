@@ -281,12 +281,15 @@ def test_as_fast_as_possible_unread_periods_are_merged_read_ones_published(nodes
 def test_a_pause_between_publish_periods_publishes_where_it_stopped(nodes, peer):
     # As fast as possible a tick ends at its wall-time budget, wherever that falls; a pause then
     # stood between two period boundaries while /joint_states still showed the last boundary
-    # (CI: 4971.19 published, paused at 4971.196).  Periods of 5 s make the pause fall inside one.
-    nodes.get("-p", "urdf_file:=pendulum", "-p", "real_time_factor:=0.0", "-p", "publish_rate:=0.2",
-              "-p", "physics_dt:=0.0001", "-p", "start_paused:=true", "-p", "publish_clock:=false")
+    # (CI: 4971.19 published, paused at 4971.196).  A period here is 10^5 steps of a six-joint arm,
+    # a fraction of a second of wall time against a tick's few milliseconds, so the pause falls inside
+    # one on any machine (a pendulum's cheap 5*10^4-step periods let a fast machine end every tick on
+    # a boundary: CI paused at 155.0).
+    nodes.get("-p", "urdf_file:=arm6", "-p", "real_time_factor:=0.0", "-p", "publish_rate:=1.0",
+              "-p", "physics_dt:=0.00001", "-p", "start_paused:=true", "-p", "publish_clock:=false")
     received, values = joint_states_of_a_run(peer, 0.3, 1.0)
     paused_at = float(values["sim time [s]"])
-    assert received and paused_at % 5.0 > 1e-3, (paused_at, len(received))  # inside a period
+    assert received and paused_at % 1.0 > 1e-3, (paused_at, len(received))  # inside a period
     assert stamp_of(received[-1]) == pytest.approx(paused_at, abs=1e-6)
 
 
