@@ -18,7 +18,7 @@ from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.units import translation_units
 
 __all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
-           "host_flags", "run_compiler", "run_compilers", "COMPILE_TIMEOUT"]
+           "estimated_seconds", "host_flags", "run_compiler", "run_compilers", "COMPILE_TIMEOUT"]
 
 
 
@@ -54,6 +54,20 @@ MAX_SOURCE_BYTES = 2_000_000
 COMPILE_TIMEOUT = 1800.0
 
 _STDERR_LINES = 20
+
+
+#: The compile-time estimate's terms (gcc 12 -O2 on 2 cores of this project's machines, which differ
+#: twofold): the runtime's C, compiled with every model, and a unit of 100 kB of generated C, whose
+#: time grows as its size to the COMPILE_EXPONENT.
+RUNTIME_COMPILE_SECONDS, UNIT_COMPILE_SECONDS, COMPILE_EXPONENT = 2.5, 2.2, 1.8
+
+
+def estimated_seconds(units: list[str], cores: int | None = None) -> float:
+    """About how long the compiler takes on `units` (the first holds the runtime), run at once on
+    `cores` (the machine's): the progress line's estimate, from the units' sizes."""
+    times = [UNIT_COMPILE_SECONDS * (len(unit) / 1e5) ** COMPILE_EXPONENT for unit in units]
+    times[0] += RUNTIME_COMPILE_SECONDS
+    return max(max(times), sum(times) / max(1, min(len(units), cores or os.cpu_count() or 1)))
 
 
 def compiler_command() -> list[str]:
@@ -96,7 +110,7 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
     units = translation_units(source.read_text())
     size = f"{source.stat().st_size / 1e6:.2f} MB of C" + (f" in {len(units)} units at once" if len(units) > 1 else "")
     compiler = compiler_command()
-    report(progress, f"compiling {source} ({size}) with {compiler[0]}...")
+    report(progress, f"compiling {source} ({size}) with {compiler[0]}, about {estimated_seconds(units):.0f} s...")
     start = time.perf_counter()
     if len(units) == 1:
         _compile([[*compiler, *COMPILE_FLAGS, "-I", str(runtime_directory()), "-o", str(library), str(source), "-lm"]],

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from sympy import Dummy, Expr, Function, Piecewise, Symbol, cse, numbered_symbols, sympify
+from sympy.core.parameters import evaluate
 
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
@@ -63,8 +64,9 @@ def straight_line_program(
     start = time.perf_counter()
     locals_ = [Dummy(f"tmp{i}", **s.assumptions0) for i, (s, _) in enumerate(temporaries)]
     rename.update(zip((s for s, _ in temporaries), locals_))
-    expressions = [sympify(e).xreplace(rename) for _, e in temporaries]
-    expressions += [e.xreplace(rename) for e in outputs]
+    with evaluate(False):  # renaming symbols simplifies nothing: the terms are rebuilt as they are
+        expressions = [sympify(e).xreplace(rename) for _, e in temporaries]
+        expressions += [e.xreplace(rename) for e in outputs]
     replacements, reduced = (cse(expressions, symbols=numbered_symbols("cse", cls=Dummy), order="none")
                              if eliminate else _hoist_calls(expressions))
     n = len(temporaries)

@@ -1,36 +1,50 @@
 """A large generated model split into translation units the compiler builds side by side.
 
 The generated file is one translation unit (the runtime sees the dynamics whole, and a reader
-has one file); gcc's time grows faster than the file, and it uses one core.  Where the file is
-large, :func:`translation_units` cuts ``mb_other_outputs`` (link poses, energies, contact and
-sensor outputs: as long as the dynamics for a robot with contacts, and off the integrator's path)
-into a unit of its own: the file's macros, the runtime's declarations, that function.  The rest
-stays one unit, so the step's code is compiled as before.  Both are compiled at once and linked
-into the one library (:func:`mb_sim.codegen.compiler.compile_shared_library`).
+has one file); gcc's time grows faster than a function's length, and one compiler uses one core.
+Where the file is large, :func:`translation_units` cuts each marked function into a unit of its own
+(the file's macros, the runtime's declarations, that function): ``mb_dynamics`` (M, F and the
+kinematic map: the longest, half of a chain's compile time), ``mb_other_outputs`` (link poses,
+energies, contact and sensor outputs) and ``mb_constraints``.  The rest (the mass matrix's
+factorization, the runtime) stays the main unit.  All are compiled at once and linked into the one
+library (:func:`mb_sim.codegen.compiler.compile_shared_library`); the arithmetic is the same, so
+are the results, bit for bit.
 """
 from __future__ import annotations
 
-__all__ = ["OUTPUTS_BEGIN", "OUTPUTS_END", "HEADER_END", "SPLIT_ABOVE", "translation_units"]
+__all__ = ["HEADER_END", "SPLIT_ABOVE", "UNIT_FUNCTIONS", "begin_marker", "end_marker", "translation_units"]
 
-#: Markers the generator puts around mb_other_outputs and after the macros (C comments).
-OUTPUTS_BEGIN = "/* mb_sim: mb_other_outputs begins */"
-OUTPUTS_END = "/* mb_sim: mb_other_outputs ends */"
 HEADER_END = "/* mb_sim: macros end */"
 #: Sources at least this long [bytes] are split (smaller ones compile in a second or two).
 SPLIT_ABOVE = 150_000
+#: The generated functions that go to units of their own in a split source.
+UNIT_FUNCTIONS = ("mb_dynamics", "mb_other_outputs", "mb_constraints")
+
+
+def begin_marker(function: str) -> str:
+    """The C comment the generator puts before `function` (one of UNIT_FUNCTIONS)."""
+    return f"/* mb_sim: {function} begins */"
+
+
+def end_marker(function: str) -> str:
+    return f"/* mb_sim: {function} ends */"
 
 
 def translation_units(source: str) -> list[str]:
-    """`source` as the units to compile: itself alone, or the main unit and the outputs unit (for a
-    large source with the markers and no user force law, which the outputs would call into the
-    main unit for)."""
-    if len(source) < SPLIT_ABOVE or "#define MB_HAS_FORCE_LAW 1" in source:
+    """`source` as the units to compile: itself alone, or the main unit and one per marked
+    function (for a large source with the markers and no user force law, which the functions would
+    call into the main unit for)."""
+    header_end = source.find(HEADER_END)
+    if len(source) < SPLIT_ABOVE or "#define MB_HAS_FORCE_LAW 1" in source or header_end < 0:
         return [source]
-    header_end, begin, end = source.find(HEADER_END), source.find(OUTPUTS_BEGIN), source.find(OUTPUTS_END)
-    if not 0 <= header_end < begin < end:
-        return [source]
-    outputs = source[begin:end + len(OUTPUTS_END)]
-    main = source[:begin] + source[end + len(OUTPUTS_END):]
-    unit = (source[:header_end].replace('#include "mb_runtime.h"', '#define MB_OUTPUTS_ONLY 1\n#include "mb_runtime.h"')
-            + "\n" + outputs + "\n")
-    return [main, unit]
+    header = source[:header_end].replace('#include "mb_runtime.h"',
+                                         '#define MB_OUTPUTS_ONLY 1\n#include "mb_runtime.h"')
+    main, units = source, []
+    for function in UNIT_FUNCTIONS:
+        begin, end = main.find(begin_marker(function)), main.find(end_marker(function))
+        if not header_end < begin < end:
+            continue
+        end += len(end_marker(function))
+        units.append(header + "\n" + main[begin:end] + "\n")
+        main = main[:begin] + main[end:]
+    return [main, *units]

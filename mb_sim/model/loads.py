@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sympy import Expr, Max, Min, Piecewise, Rational, S, tanh
+from sympy import Expr, Piecewise, Rational, S, tanh
 from sympy.physics.mechanics import Force, Vector
 
 from mb_sim.model.base import Input, LoadGroupBase
+from mb_sim.model.extrema import KeptMax, KeptMin
 from mb_sim.model.joints import PrismaticJoint, RevoluteJoint
 from mb_sim.model.parameters import dynamic_symbol, parameter
 from mb_sim.urdf.description import STANDARD_GRAVITY, JointSpringDescription
@@ -133,10 +134,10 @@ class JointLimitStop(LoadGroupBase):
         pieces = []
         if "upper" in self.bounds:
             upper = self.bounds["upper"]
-            pieces.append((Min(0, -self.k * (q - upper) - self.c * u, evaluate=False), q > upper))  # evaluating: 30 ms each
+            pieces.append((KeptMin(0, -self.k * (q - upper) - self.c * u), q > upper))
         if "lower" in self.bounds:
             lower = self.bounds["lower"]
-            pieces.append((Max(0, -self.k * (q - lower) - self.c * u, evaluate=False), q < lower))
+            pieces.append((KeptMax(0, -self.k * (q - lower) - self.c * u), q < lower))
         effort = Piecewise(*pieces, (0, True))
         self.system.add_loads(*self.parent.generalized_force_loads(effort))
 

@@ -1,0 +1,53 @@
+"""A robot's first load and what makes it again (issue 37): edits of numbers only (a mass, an
+inertia, a length, a limit, damping) are parameters of the compiled model, so the edited URDF loads
+from the cache (no derivation, no C) and its mass matrix is Pinocchio's of the edited URDF; the
+compile progress line says about how long it will take."""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from mb_sim.codegen.compiler import estimated_seconds
+from mb_sim.resources import robot_path
+from mb_sim.sim import Simulator
+
+#: Numbers of urdf/arm6.urdf and what they become: upper_arm_link's mass and ixx, the elbow's
+#: offset, its lower limit and damping.
+EDITS = [('<mass value="8.393"/>', '<mass value="10.5"/>'),
+         ('ixx="0.132451"', 'ixx="0.14"'),  # (within the triangle inequality: iyy + izz = 0.1447)
+         ('<origin xyz="0 -0.1197 0.425" rpy="0 0 0"/>', '<origin xyz="0 -0.1197 0.5" rpy="0 0 0"/>'),
+         ('<limit lower="-3.1416" upper="3.1416" effort="150" velocity="3.15"/>\n    <dynamics damping="0.3"',
+          '<limit lower="-2.5" upper="3.1416" effort="150" velocity="3.15"/>\n    <dynamics damping="0.8"')]
+
+
+@pytest.fixture
+def cache(model_cache):
+    return model_cache
+
+
+def test_numbers_only_edits_reuse_the_compiled_model(cache):
+    original = robot_path("arm6").read_text()
+    edited = original
+    for before, after in EDITS:
+        assert edited.count(before) == 1, before
+        edited = edited.replace(before, after)
+    Simulator(original, cache_dir=cache)  # compiled (or found) once
+    lines: list[str] = []
+    sim = Simulator(edited, cache_dir=cache, progress=lines.append)
+    assert any("loaded from the cache" in line for line in lines), lines
+    assert not any(line.startswith(("generating C", "compiling")) for line in lines), lines
+    model = pin.buildModelFromXML(edited)
+    data = model.createData()
+    q = np.random.default_rng(3).uniform(-1.0, 1.0, model.nq)
+    out = sim.model.evaluate(q, np.zeros(model.nv), np.zeros(len(sim.actuated_joints)), sim.model.buffers.params)
+    expected = pin.crba(model, data, q)
+    expected = np.triu(expected) + np.triu(expected, 1).T
+    assert np.abs(out["mass_matrix"] - expected).max() < 1e-12 * np.abs(expected).max()
+    assert sim.parameter(next(n for n in sim.parameter_names if "elbow_joint" in n and n.endswith("_damping"))) == 0.8
+
+
+def test_the_compile_estimate_grows_with_the_units():
+    small, large = ["x" * 50_000], ["x" * 50_000, "x" * 300_000]
+    assert 2.0 < estimated_seconds(small, cores=2) < estimated_seconds(large, cores=2)
+    assert estimated_seconds(large, cores=1) > estimated_seconds(large, cores=2)  # one core: the units in turn
