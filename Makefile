@@ -37,7 +37,8 @@ test-slow: setup
 # mid-air vs MuJoCo) into bench/results/contact.json and contact.md; then sweeps, batched rollouts against
 # mujoco.rollout, warm and fresh-process start-up and G1's cold compilation (bench_sweep.py) into sweep.json and .md;
 # then objects in contact side by side with MuJoCo (bench_objects.py: a cube tower, a resting pair, a grasp);
-# then spawning and deleting in a running node (bench_spawn.py) into bench/results/spawn.md.
+# then spawning and deleting in a running node (bench_spawn.py) into bench/results/spawn.md; then the first
+# load of chains and humanoids with MuJoCo's load beside it (bench_cold.py) into bench/results/cold.md.
 NODE_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
 
 bench: setup
@@ -52,6 +53,7 @@ bench: setup
 	@$(PY) -W ignore bench/bench_objects.py --json bench/results/objects.json --markdown bench/results/objects.md \
 		$(NODE_BENCH_ARGS)
 	@$(PY) -W ignore bench/bench_spawn.py --markdown bench/results/spawn.md
+	@$(PY) -W ignore bench/bench_cold.py --markdown bench/results/cold.md $(NODE_BENCH_ARGS)
 
 # The same plus the n-link chain sweep and its scaling plots (bench/results/scaling_*.png).
 bench-plots: setup
