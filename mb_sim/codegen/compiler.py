@@ -18,7 +18,8 @@ from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.units import translation_units
 
 __all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
-           "estimated_seconds", "host_flags", "run_compiler", "run_compilers", "COMPILE_TIMEOUT"]
+           "compile_jobs", "estimated_seconds", "host_flags", "run_compiler", "run_compilers", "COMPILE_TIMEOUT",
+           "COMPILER_NICENESS"]
 
 
 
@@ -67,7 +68,7 @@ def estimated_seconds(units: list[str], cores: int | None = None) -> float:
     `cores` (the machine's): the progress line's estimate, from the units' sizes."""
     times = [UNIT_COMPILE_SECONDS * (len(unit) / 1e5) ** COMPILE_EXPONENT for unit in units]
     times[0] += RUNTIME_COMPILE_SECONDS
-    return max(max(times), sum(times) / max(1, min(len(units), cores or os.cpu_count() or 1)))
+    return max(max(times), sum(times) / max(1, min(len(units), cores or compile_jobs())))
 
 
 def compiler_command() -> list[str]:
@@ -153,9 +154,23 @@ def run_compiler(command: list[str], timeout: float | None = COMPILE_TIMEOUT) ->
     return run_compilers([command], timeout)[0]
 
 
+#: The compilers' niceness: a first load compiles at a lower priority than the process that waits for
+#: it and whatever else runs, so a node publishing beside a build (a spawn, a second robot) keeps its
+#: period; alone on the machine the build is as fast.
+COMPILER_NICENESS = 5
+
+
+def compile_jobs() -> int:
+    """How many compilers run at once: the cores this process may use (more only queue for them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def run_compilers(commands: list[list[str]], timeout: float | None = COMPILE_TIMEOUT) -> list[tuple[int, str]]:
-    """Run `commands` at once, each in a process group of its own; (exit status, standard error)
-    of each.
+    """Run `commands`, at most :func:`compile_jobs` at a time, each in a process group of its own
+    and at :data:`COMPILER_NICENESS`; (exit status, standard error) of each.
 
     The driver (``cc``) starts ``cc1`` and ``as`` as its children: killing the driver alone
     orphans them (a Ctrl-C during a first compile left ``cc1`` running).  So on any interruption
@@ -165,19 +180,15 @@ def run_compilers(commands: list[list[str]], timeout: float | None = COMPILE_TIM
     """
     errors = [tempfile.TemporaryFile(mode="w+") for _ in commands]
     processes: list[subprocess.Popen] = []
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        for command, error in zip(commands, errors):
-            try:
-                processes.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                                  stderr=error, text=True, start_new_session=True))
-            except OSError as err:
-                raise CodegenError(f"cannot run C compiler {command[0]!r}: {err}") from err
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for process in processes:
-            try:
-                process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                raise CodegenError(f"C compiler {commands[0][0]!r} ran for more than {timeout:g} s: ended") from None
+        waiting, jobs = list(zip(commands, errors)), compile_jobs()
+        while waiting or any(process.poll() is None for process in processes):
+            while waiting and sum(process.poll() is None for process in processes) < jobs:
+                processes.append(_start_compiler(*waiting.pop(0)))
+            if deadline is not None and time.monotonic() > deadline:
+                raise CodegenError(f"C compiler {commands[0][0]!r} ran for more than {timeout:g} s: ended")
+            time.sleep(0.005)
         results = []
         for process, error in zip(processes, errors):
             error.seek(0)
@@ -190,6 +201,17 @@ def run_compilers(commands: list[list[str]], timeout: float | None = COMPILE_TIM
     finally:
         for error in errors:
             error.close()
+
+
+def _start_compiler(command: list[str], error) -> subprocess.Popen:
+    """Start `command` in a new session (its own process group), niced, standard error to `error`."""
+    nice = shutil.which("nice")
+    prefix = [nice, "-n", str(COMPILER_NICENESS)] if nice else []
+    try:
+        return subprocess.Popen(prefix + command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=error, text=True, start_new_session=True)
+    except OSError as err:
+        raise CodegenError(f"cannot run C compiler {command[0]!r}: {err}") from err
 
 
 def _kill_group(process: subprocess.Popen) -> None:
