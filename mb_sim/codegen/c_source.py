@@ -63,6 +63,7 @@ from sympy.printing.precedence import PRECEDENCE
 
 from mb_sim.codegen.errors import SPRING_MIN_LENGTH
 from mb_sim.codegen.guarded import accumulations, guarded_lines, guarded_runs
+from mb_sim.codegen.parts import function_in_parts
 from mb_sim.codegen.mass_factor import is_unrolled, unrolled_mass_functions
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLayout
 from mb_sim.codegen.progress import Progress, report
@@ -183,14 +184,13 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
         for s, e in run:
             if s not in sums.terms:  # a sum's terms are added where computed
                 later |= e.free_symbols
-    body = []
+    statements = []
     for i, (run, after) in enumerate(zip(runs, reversed(needed))):
-        body += [f"    double {names[s]} = 0;" for s in sums.declared_before.get(i, ())]
-        body += guarded_lines(run, names, printer, after, sums)
-    body += [f"    out[{k}] = {printer.doprint(e)};" for k, e in zip(indices, program.outputs)]
-    return "\n".join([
-        f"/* {doc} */", f"void {name}({_SIGNATURE}, double *out)", "{",
-        "    (void)q; (void)u; (void)z; (void)inputs; (void)params; (void)t;", *body, "}", ""])
+        statements += [[f"    double {names[s]} = 0;"] for s in sums.declared_before.get(i, ())]
+        statements.append(guarded_lines(run, names, printer, after, sums))  # an if block: one statement
+    statements += [[f"    out[{k}] = {printer.doprint(e)};"] for k, e in zip(indices, program.outputs)]
+    return function_in_parts(name, doc, _SIGNATURE, "(void)q; (void)u; (void)z; (void)inputs; (void)params; (void)t;",
+                             statements)
 
 
 def _header(eom: EquationsOfMotion, layout: OutputLayout, projection: Projection) -> str:

@@ -10,7 +10,7 @@ count stays small (:data:`MAX_UNROLLED_OPERATIONS`: a dense 100-speed chain woul
 """
 from __future__ import annotations
 
-__all__ = ["MAX_UNROLLED_OPERATIONS", "factor_operations", "is_unrolled", "unrolled_mass_functions"]
+__all__ = ["FACTOR_PART_LINES", "MAX_UNROLLED_OPERATIONS", "factor_operations", "is_unrolled", "unrolled_mass_functions"]
 
 #: Most multiply-subtracts of the factorization printed unrolled; beyond it the runtime's loops run.
 MAX_UNROLLED_OPERATIONS = 6000
@@ -47,22 +47,38 @@ def unrolled_mass_functions(parents: list[int]) -> str:
                       *_factor(parents), "", *_solve(parents), ""])
 
 
+#: Statements of the unrolled factorization per part: gcc's time on one long function grows faster
+#: than its length (chain32's 6,000 lines took 26 s alone), so a long factorization is printed as
+#: parts called in order (``MB_PART``: never inlined back), each a run of speeds, working on h in
+#: memory as the whole did: the same operations in the same order.
+FACTOR_PART_LINES = 400
+
+
 def _factor(parents: list[int]) -> list[str]:
     """mb_mass_factor: from the last speed up, each row scaled by its pivot's root, then its
-    chain entries' products subtracted from the rows above (no fill-in)."""
+    chain entries' products subtracted from the rows above (no fill-in); a long one in parts."""
     n = len(parents)
-    lines = ["MB_INTERNAL int mb_mass_factor(double *h)", "{"]
-    if any(parent >= 0 for parent in parents):
-        lines.append("    double d;  /* a pivot's inverse */")
+    runs: list[list[str]] = [[]]
     for k in reversed(range(n)):
         chain, kk = _chain(parents, k), k * n + k
-        lines += [f"    if (!(h[{kk}] > 0.0))", "        return 1;", f"    h[{kk}] = sqrt(h[{kk}]);"]
+        lines = [f"    if (!(h[{kk}] > 0.0))", "        return 1;", f"    h[{kk}] = sqrt(h[{kk}]);"]
         if chain:
             lines.append(f"    d = 1.0 / h[{kk}];")
             lines += [f"    h[{k * n + a}] *= d;" for a in chain]
             lines += [f"    h[{a * n + b}] -= h[{k * n + a}] * h[{k * n + b}];"
                       for i, a in enumerate(chain) for b in chain[i:]]
-    return lines + ["    return 0;", "}"]
+        if runs[-1] and len(runs[-1]) + len(lines) > FACTOR_PART_LINES:
+            runs.append([])
+        runs[-1] += lines
+    declare = ["    double d;  /* a pivot's inverse */"] if any(parent >= 0 for parent in parents) else []
+    if len(runs) == 1:
+        return ["MB_INTERNAL int mb_mass_factor(double *h)", "{", *declare, *runs[0], "    return 0;", "}"]
+    lines = []
+    for i, run in enumerate(runs):
+        lines += [f"MB_PART int mb_mass_factor_part{i}(double *restrict h)", "{",
+                  *(declare if any(line.startswith("    d = ") for line in run) else []), *run, "    return 0;", "}", ""]
+    calls = [f"    if (mb_mass_factor_part{i}(h))\n        return 1;" for i in range(len(runs))]
+    return lines + ["MB_INTERNAL int mb_mass_factor(double *h)", "{", *calls, "    return 0;", "}"]
 
 
 def _solve(parents: list[int]) -> list[str]:

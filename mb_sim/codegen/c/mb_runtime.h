@@ -54,6 +54,15 @@
 #define MB_LEN_CONSTRAINTS (MB_N_CONSTRAINTS > 0 ? MB_N_CONSTRAINTS : 1)
 #define MB_HAS_PROJECTION (MB_HAS_QUATERNIONS || MB_HAS_CONSTRAINTS)
 
+/* A part of a long generated function (mb_sim.codegen.parts): optimized on its own, never inlined
+ * back into the function that calls the parts in order; linked across translation units (a large
+ * function's parts are compiled side by side: mb_sim.codegen.units), not exported from the library. */
+#if defined(__GNUC__)
+#define MB_PART __attribute__((noinline, visibility("hidden")))
+#else
+#define MB_PART
+#endif
+
 #ifdef MB_SEPARATE_COMPILATION
 #define MB_INTERNAL
 extern const int mb_offsets[], mb_rows[], mb_cols[], mb_chain_start[], mb_chain[];
