@@ -51,3 +51,22 @@ def test_the_compile_estimate_grows_with_the_units():
     small, large = ["x" * 50_000], ["x" * 50_000, "x" * 300_000]
     assert 2.0 < estimated_seconds(small, cores=2) < estimated_seconds(large, cores=2)
     assert estimated_seconds(large, cores=1) > estimated_seconds(large, cores=2)  # one core: the units in turn
+
+
+def test_compilers_run_one_per_core_at_a_lower_priority(tmp_path, monkeypatch):
+    # A first load's units queued for the cores beside whatever else ran (a node's timing): now at
+    # most compile_jobs() at once, each niced, so a process publishing beside a build keeps its period.
+    from mb_sim.codegen import compiler
+
+    monkeypatch.setattr(compiler, "compile_jobs", lambda: 2)
+    log = tmp_path / "log"
+    commands = [["sh", "-c", f"echo start {i} $(nice) >> {log}; sleep 0.5; echo end {i} >> {log}"] for i in range(5)]
+    results = compiler.run_compilers(commands, timeout=60)
+    assert [status for status, _ in results] == [0] * 5
+    running, most = 0, 0
+    for line in log.read_text().splitlines():
+        running += 1 if line.startswith("start") else -1
+        most = max(most, running)
+        if line.startswith("start"):
+            assert int(line.split()[2]) >= compiler.COMPILER_NICENESS, line
+    assert most == 2
