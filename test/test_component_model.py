@@ -2,10 +2,12 @@
 data handler, descriptions and the root system."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sympy import Symbol, solve, symbols
-from sympy.physics.mechanics import dynamicsymbols, msubs
+from sympy.physics.mechanics import TorqueActuator, dynamicsymbols, msubs
 
 from mb_sim import load_urdf
 from mb_sim.model import (
@@ -149,3 +151,42 @@ def test_describe_lists_the_tree_with_descriptions_and_values(repo):
     assert "    upper_arm_link_m = 8.393: mass of link 'upper_arm_link' [kg]" in text
     assert "    elbow_joint_q: joint 'elbow_joint': angle about the axis [rad]" in text
     assert "  RigidLink 'tool0' (massless)" in text
+
+
+class ActuatedHinge(LoadGroupBase):
+    """Seed 000's recipe: a torque actuator added in the define-loads step."""
+
+    required_parent_type = RevoluteJoint
+
+    def _define_loads(self) -> None:
+        joint = self.parent
+        self.system.add_actuators(TorqueActuator(2.0, joint.axis, joint.child.frame, joint.parent.frame))
+
+
+class HandWrittenHinge(LoadGroupBase):
+    """The same torque written by hand as the joint's pair of loads."""
+
+    required_parent_type = RevoluteJoint
+
+    def _define_loads(self) -> None:
+        self.system.add_loads(*self.parent.generalized_force_loads(2.0))
+
+
+@pytest.mark.parametrize("group", [ActuatedHinge, HandWrittenHinge])
+def test_an_actuator_added_as_seed_000_teaches_applies_its_torque(repo, model_cache, group):
+    # An actuator through add_actuators was merged into the System and never read: the pendulum
+    # stayed at q = 0, while the same torque through add_loads moved it 0.0099 rad in 0.1 s.
+    from mb_sim.sim import Simulator
+
+    robot = build_robot(parse_urdf(repo / "urdf" / "pendulum.urdf"))
+    robot.joints["hinge"].add_load_group(group("drive"))
+    robot.define_all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the pendulum's joint has no effort limit
+        sim = Simulator(robot, cache_dir=model_cache, dt=1e-3)
+    sim.advance(0.1)
+    hanging = Simulator(repo / "urdf" / "pendulum.urdf", cache_dir=model_cache, dt=1e-3)
+    hanging.advance(0.1)
+    moved = sim.q[0] - hanging.q[0]
+    # 2 N m about the hinge of a 1 kg bob 1 m out: q = 2 / (2 m l^2) t^2 = 0.01 rad, near the bottom
+    assert moved == pytest.approx(0.0099, abs=2e-4), moved

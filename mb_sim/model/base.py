@@ -23,7 +23,7 @@ from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement, Requirement
 
 __all__ = ["ComponentBase", "ConnectionBase", "ConstraintRow", "INPUT_KINDS", "Input", "LoadGroupBase", "ModelBase",
-           "ComponentError", "symbol_name"]
+           "ComponentError", "applied_loads", "symbol_name"]
 
 #: The kinds of input a component can add (:meth:`ComponentBase.inputs`), in the order the
 #: equations of motion take them: commanded joint efforts [N m or N], motor voltages [V].
@@ -201,6 +201,12 @@ class ComponentBase:
     def _share_auxiliary_handler(self, handler: AuxiliaryDataHandler) -> None:
         for component in self.walk():
             component._auxiliary_handler = handler
+
+
+def applied_loads(system: System) -> list:
+    """Every load `system` applies: its loads, then each actuator's (``to_loads``), as SymPy's own
+    ``System.form_eoms`` gathers them (seed 000 teaches ``add_actuators`` in a define-loads step)."""
+    return [*system.loads, *(load for actuator in system.actuators for load in actuator.to_loads())]
 
 
 def _new(existing, items) -> list:

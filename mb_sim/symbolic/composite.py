@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from sympy import Expr, Matrix, S, zeros
 from sympy.physics.mechanics import Force, Vector
 
+from mb_sim.model.base import applied_loads
 from mb_sim.symbolic.temporaries import Temporaries
 
 __all__ = ["ZERO3", "cross", "dot", "mass_matrix_and_forcing"]
@@ -176,7 +177,7 @@ class _Composite:
 
     def loads(self) -> None:
         """Applied loads: joint pairs onto their joint's speeds, the rest onto their link."""
-        loads = list(self.robot.system.loads)
+        loads = applied_loads(self.robot.system)
         i = 0
         while i < len(loads):
             if i + 1 < len(loads) and self._joint_pair(loads[i], loads[i + 1]):

@@ -11,6 +11,7 @@ import sympy
 from sympy.physics.mechanics import Force
 
 from mb_sim.model import Robot
+from mb_sim.model.base import applied_loads
 from mb_sim.symbolic.derive import joint_efforts
 
 __all__ = ["topology_signature", "topology_key", "DERIVATION_VERSION"]
@@ -35,7 +36,7 @@ def topology_signature(robot: Robot) -> dict:
         "name": name, "mass": str(link.body.mass), "masscenter": str(link.com), "inertia": str(link.inertia_matrix),
     } if link.body is not None else {"name": name} for name, link in robot.links.items()]
     loads = [{"on": str(load.location), "kind": "force" if isinstance(load, Force) else "torque",
-              "vector": _vector_terms(load.vector)} for load in system.loads]
+              "vector": _vector_terms(load.vector)} for load in applied_loads(system)]
     return {
         "derivation": DERIVATION_VERSION, "sympy": sympy.__version__, "root": robot.root_link.name,
         "q": [str(q) for q in system.q], "u": [str(u) for u in system.u],
