@@ -250,3 +250,24 @@ def test_progress_bar_prints_plain_lines_per_quarter_elsewhere():
         bar.update(k / 100, k / 100)
     lines = stream.getvalue().splitlines()
     assert [line.split("]")[1].split("%")[0].strip() for line in lines] == ["25.0", "50.0", "75.0", "100.0"]
+
+
+def test_spring_outputs_are_in_the_csv_and_the_mcap(mb_sim, tmp_path):
+    # spring_mass: anchor at the origin, body from x = 1.05 m, reference length 1 m, k = 100 N/m,
+    # d = 1 N s/m, no gravity: force = k (L - 1) + d L' (tension positive), L = 1.05 + q, L' = u.
+    result = mb_sim("simulate", "spring_mass", "--duration", "0.5", "--dt", "1e-3", "--sample-every", "10",
+                    "--csv", str(tmp_path / "run.csv"), "--mcap", str(tmp_path / "run.mcap"))
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "run.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == 51
+    assert list(rows[0])[-3:] == ["spring_length", "spring_length_rate", "spring_force"]
+    for row in rows:
+        q, u = float(row["slide_q"]), float(row["slide_u"])
+        length, rate = float(row["spring_length"]), float(row["spring_length_rate"])
+        assert length == pytest.approx(1.05 + q, abs=1e-12) and rate == pytest.approx(u, abs=1e-12)
+        assert float(row["spring_force"]) == pytest.approx(100.0 * (length - 1.0) + 1.0 * rate, abs=1e-9)
+    springs = [m.ros_msg for m in read_mcap(tmp_path / "run.mcap") if m.channel.topic == "/mb_sim/springs"]
+    assert len(springs) == 51 and list(springs[-1].name) == ["spring"]
+    assert springs[-1].position[0] == pytest.approx(float(rows[-1]["spring_length"]), abs=1e-12)
+    assert springs[-1].effort[0] == pytest.approx(float(rows[-1]["spring_force"]), abs=1e-12)

@@ -199,3 +199,17 @@ def _environment() -> dict:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "MB_SIM_CACHE_DIR"}
+
+
+def test_spring_outputs_are_columns_of_a_row(cache):
+    # spring_mass (k = 100 N/m swept, d = 1 N s/m, reference length 1 m, no gravity): each row's
+    # spring.<name>.* columns are the spring's own length, rate and force at the state reached.
+    spec = SweepSpec(robot=str(REPO / "urdf" / "spring_mass.urdf"), duration=0.3, samples=1,
+                     parameters={"spring_stiffness": Grid((50.0, 200.0))}, outputs=("state", "springs"))
+    rows = run_sweep(spec, workers=1, progress=False, cache_dir=cache).rows
+    assert len(rows) == 2 and rows[0]["spring.spring.force"] != rows[1]["spring.spring.force"]
+    for row, k in zip(rows, (50.0, 200.0)):
+        length, rate = 1.05 + row["q.slide_q"], row["u.slide_u"]
+        assert row["spring.spring.length"] == pytest.approx(length, abs=1e-12)
+        assert row["spring.spring.length_rate"] == pytest.approx(rate, abs=1e-12)
+        assert row["spring.spring.force"] == pytest.approx(k * (length - 1.0) + 1.0 * rate, abs=1e-9)

@@ -129,10 +129,10 @@ def _simulate(args: argparse.Namespace) -> int:
 def _write_outputs(args: argparse.Namespace, sim: Simulator, trajectory: Trajectory) -> None:
     """Write the CSV, MCAP and plot files asked for, naming the option of a file that fails."""
     from mb_sim.sim.plotting import plot_trajectory
-    from mb_sim.sim.recording import recording_of, write_csv, write_mcap
+    from mb_sim.sim.recording import recording_of, spring_columns, write_csv, write_mcap
 
     title = f"{sim.robot.name}: {args.integrator} integrator, dt = {args.dt:g} s"
-    writers = (("--csv", args.csv, lambda path: write_csv(path, trajectory)),
+    writers = (("--csv", args.csv, lambda path: write_csv(path, trajectory, spring_columns(sim.model, trajectory))),
                ("--mcap", args.mcap, lambda path: write_mcap(path, recording_of(sim, trajectory))),
                ("--plot", args.plot, lambda path: plot_trajectory(path, trajectory, title, robot=sim.robot)))
     for option, path, write in writers:

@@ -10,7 +10,9 @@ Comma-separated text, one header line, then one row per sample in time order::
     ...
 
 ``time`` is the simulation time [s]; then one column per generalized coordinate, then one per
-generalized speed, named and ordered as the simulator's ``coordinate_names`` and ``speed_names``
+generalized speed (then the motor currents, and ``mb-sim simulate`` adds each spring-damper's
+``<spring>_length`` [m], ``<spring>_length_rate`` [m/s] and ``<spring>_force`` [N, tension
+positive], as Exudyn's connector outputs), named and ordered as the simulator's ``coordinate_names`` and ``speed_names``
 (named after their joint: ``elbow_q``, ``elbow_u``; a floating joint ``base_joint`` gives
 ``base_joint_x .. base_joint_z``, the quaternion ``base_joint_qw .. base_joint_qz`` and the speeds
 ``base_joint_vx .. base_joint_wz``).  Values are SI (rad, m, rad/s, m/s), printed with 17
@@ -26,7 +28,10 @@ each topic, log time = publish time = header stamp = simulation time (from 0):
 - ``/joint_states`` (``sensor_msgs/msg/JointState``): name, position, velocity and commanded
   effort (0 for a joint without an actuator) of every one-DoF joint;
 - ``/tf`` (``tf2_msgs/msg/TFMessage``): for every joint the pose of its child link frame in its
-  parent link frame, and ``world -> root link`` (identity) unless the root link is ``world``.
+  parent link frame, and ``world -> root link`` (identity) unless the root link is ``world``;
+- ``/mb_sim/springs`` (``sensor_msgs/msg/JointState``, a model with spring-dampers only): each
+  spring-damper's name, length [m] as position, length rate [m/s] as velocity and force [N,
+  tension positive] as effort, so any JointState plotter shows them.
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,19 +54,24 @@ if TYPE_CHECKING:
     from mb_sim.codegen import NumericModel
     from mb_sim.sim.simulator import Simulator
 
-__all__ = ["Recording", "write_csv", "write_mcap", "recording_of", "message_definition", "relative_transforms"]
+__all__ = ["Recording", "SPRINGS_TOPIC", "sampled_outputs", "spring_columns", "write_csv", "write_mcap", "recording_of", "message_definition", "relative_transforms"]
 
 _PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
                "int64", "uint64", "string", "wstring"}
 _SEPARATOR = "=" * 80
+#: The MCAP topic of the spring-dampers' outputs (a model with some).
+SPRINGS_TOPIC = "/mb_sim/springs"
 
 
-def write_csv(path: str | os.PathLike, trajectory: Trajectory) -> None:
-    """Write `trajectory` as the CSV table described in the module docstring."""
+def write_csv(path: str | os.PathLike, trajectory: Trajectory, extra: dict[str, np.ndarray] | None = None) -> None:
+    """Write `trajectory` as the CSV table described in the module docstring, with the `extra`
+    columns (one value per sample, e.g. :func:`spring_columns`) after the states."""
+    extra = extra or {}
     header = ",".join(["time", *trajectory.coordinate_names, *trajectory.speed_names,
-                       *trajectory.electrical_state_names])
+                       *trajectory.electrical_state_names, *extra])
     z = trajectory.z if trajectory.z is not None else np.zeros((len(trajectory.times), 0))
-    table = np.column_stack([trajectory.times, trajectory.q, trajectory.u, z])
+    table = np.column_stack([trajectory.times, trajectory.q, trajectory.u, z,
+                             *(np.reshape(v, (len(trajectory.times), 1)) for v in extra.values())])
     np.savetxt(path, table, fmt="%.17g", delimiter=",", header=header, comments="")
 
 
@@ -82,6 +92,8 @@ class Recording:
     link_names: list[str]
     link_poses: np.ndarray
     edges: list[Edge]
+    spring_names: list[str] = field(default_factory=list)
+    spring_states: np.ndarray | None = None  # (samples, springs, 12): rows of the spring_states block
 
 
 def recording_of(simulator: Simulator, trajectory: Trajectory) -> Recording:
@@ -96,30 +108,57 @@ def recording_of(simulator: Simulator, trajectory: Trajectory) -> Recording:
     u_index = [trajectory.speed_names.index(symbol_name(joint.u[0])) for joint in one_dof]
     applied = dict(zip(simulator.actuated_joints, simulator.efforts))
     efforts = np.array([applied.get(joint.name, 0.0) for joint in one_dof])
+    sampled = sampled_outputs(simulator.model, trajectory,
+                              ["link_poses", *(["spring_states"] if simulator.model.spring_names else [])])
     return Recording(
         times=trajectory.times, joint_names=[joint.name for joint in one_dof],
         positions=trajectory.q[:, q_index], velocities=trajectory.u[:, u_index],
         efforts=np.tile(efforts, (len(trajectory.times), 1)),
-        link_names=list(simulator.model.link_names), link_poses=_link_poses(simulator.model, trajectory),
-        edges=[*tree.static, *tree.moving],
+        link_names=list(simulator.model.link_names), link_poses=_link_poses(sampled["link_poses"]),
+        edges=[*tree.static, *tree.moving], spring_names=list(simulator.model.spring_names),
+        spring_states=sampled.get("spring_states"),
     )
 
 
-def _link_poses(model: NumericModel, trajectory: Trajectory) -> np.ndarray:
-    """World poses (samples, links, 4, 4) at each sample, from the model's outputs."""
+def _link_poses(rows: np.ndarray) -> np.ndarray:
+    """World poses (samples, links, 4, 4) from the samples of the link_poses block."""
+    poses = np.tile(np.eye(4), (*rows.shape[:2], 1, 1))
+    poses[:, :, :3, :3] = rows[:, :, :9].reshape(*rows.shape[:2], 3, 3)
+    poses[:, :, :3, 3] = rows[:, :, 9:]
+    return poses
+
+
+def sampled_outputs(model: NumericModel, trajectory: Trajectory, blocks: Sequence[str]) -> dict[str, np.ndarray]:
+    """Output `blocks` of `model` at every sample of `trajectory` (samples, rows, cols), the
+    inputs and parameters as they are in the buffers; the model's state is restored."""
     b = model.buffers
-    saved = b.q.copy(), b.u.copy()
-    poses = np.tile(np.eye(4), (len(trajectory.times), len(model.link_names), 1, 1))
+    saved = b.q.copy(), b.u.copy(), b.z.copy()
+    sampled = {name: np.empty((len(trajectory.times), *model.layout.view(b.out, name).shape)) for name in blocks}
+    z = trajectory.z if trajectory.z is not None and trajectory.z.shape[1] == len(b.z) else None
     try:
         for k, (t, q, u) in enumerate(zip(trajectory.times, trajectory.q, trajectory.u)):
             b.q[:], b.u[:] = q, u
+            if z is not None:
+                b.z[:] = z[k]
             model.evaluate_into(float(t))
-            rows = model.layout.view(b.out, "link_poses")
-            poses[k, :, :3, :3] = rows[:, :9].reshape(-1, 3, 3)
-            poses[k, :, :3, 3] = rows[:, 9:]
+            for name in blocks:
+                sampled[name][k] = model.layout.view(b.out, name)
     finally:
-        b.q[:], b.u[:] = saved
-    return poses
+        b.q[:], b.u[:], b.z[:] = saved
+    return sampled
+
+
+def spring_columns(model: NumericModel, trajectory: Trajectory) -> dict[str, np.ndarray]:
+    """Every spring-damper's length [m], length rate [m/s] and force (tension positive) [N] at
+    each sample, as CSV columns ``<spring>_length``, ``<spring>_length_rate``, ``<spring>_force``."""
+    if not model.spring_names:
+        return {}
+    rows = sampled_outputs(model, trajectory, ["spring_states"])["spring_states"]
+    columns = {}
+    for i, name in enumerate(model.spring_names):
+        columns.update({f"{name}_length": rows[:, i, 9], f"{name}_length_rate": rows[:, i, 10],
+                        f"{name}_force": rows[:, i, 11]})
+    return columns
 
 
 def relative_transforms(recording: Recording, sample: int) -> list[tuple[str, str, np.ndarray]]:
@@ -143,6 +182,17 @@ def write_mcap(path: str | os.PathLike, recording: Recording) -> None:
                                  log_time=nanoseconds, publish_time=nanoseconds, sequence=k)
             writer.write_message("/tf", tf_schema, {"transforms": _transforms(recording, k, stamp)},
                                  log_time=nanoseconds, publish_time=nanoseconds, sequence=k)
+            if recording.spring_states is not None:
+                writer.write_message(SPRINGS_TOPIC, joint_schema, _spring_message(recording, k, stamp),
+                                     log_time=nanoseconds, publish_time=nanoseconds, sequence=k)
+
+
+def _spring_message(recording: Recording, sample: int, stamp: dict) -> dict:
+    """The spring-dampers of `sample` as a ``sensor_msgs/msg/JointState``: name, length, length
+    rate, force (see the module docstring)."""
+    rows = recording.spring_states[sample]
+    return {"header": {"stamp": stamp, "frame_id": ""}, "name": recording.spring_names,
+            "position": rows[:, 9].tolist(), "velocity": rows[:, 10].tolist(), "effort": rows[:, 11].tolist()}
 
 
 def _joint_state(recording: Recording, sample: int, stamp: dict) -> dict:

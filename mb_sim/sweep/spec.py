@@ -36,8 +36,10 @@ __all__ = ["Choice", "Command", "Grid", "Normal", "OUTPUTS", "Sample", "SweepErr
 
 #: What a row can report, besides the sample's values, status, times and the metrics of a callable:
 #: ``state`` (final q and u by name), ``joints`` (final joint positions and velocities), ``energy``
-#: (final kinetic and potential energy), ``link:<name>`` (a link's final position, world frame).
-OUTPUTS = ("state", "joints", "energy")
+#: (final kinetic and potential energy), ``springs`` (each spring-damper's final length, length rate
+#: and force: ``spring.<name>.length``, ``.length_rate``, ``.force``), ``link:<name>`` (a link's
+#: final position, world frame).
+OUTPUTS = ("state", "joints", "energy", "springs")
 #: Most samples one sweep may have (a description asking for more is a mistake, not a plan).
 MAX_SAMPLES = 10_000_000
 

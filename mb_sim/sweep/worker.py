@@ -6,6 +6,8 @@ alone (:func:`mb_sim.sweep.replay_sample`) gives the same row, bit for bit, but 
 """
 from __future__ import annotations
 
+import math
+
 import time
 import warnings
 from dataclasses import dataclass
@@ -133,6 +135,16 @@ def _command(sim, command) -> None:
         sim.servos.hold_position(joint, float(position))
 
 
+def _spring_outputs(springs: dict) -> dict[str, float]:
+    """Each spring-damper's length [m], length rate [m/s] and force [N, tension positive]."""
+    out = {}
+    for name, state in springs.items():
+        rate = float(state.displacement @ state.velocity / state.distance) if state.distance > 0 else math.nan
+        out.update({f"spring.{name}.length": state.distance, f"spring.{name}.length_rate": rate,
+                    f"spring.{name}.force": state.force})
+    return out
+
+
 def _outputs(spec: SweepSpec, sim) -> dict[str, float]:
     """The row's outputs at the state reached (NaN where it cannot be evaluated)."""
     out: dict[str, float] = {}
@@ -140,7 +152,7 @@ def _outputs(spec: SweepSpec, sim) -> dict[str, float]:
         if "state" in spec.outputs:
             out.update({f"q.{n}": float(v) for n, v in zip(sim.coordinate_names, sim.q)})
             out.update({f"u.{n}": float(v) for n, v in zip(sim.speed_names, sim.u)})
-        wanted = [o for o in spec.outputs if o in ("joints", "energy") or o.startswith("link:")]
+        wanted = [o for o in spec.outputs if o in ("joints", "energy", "springs") or o.startswith("link:")]
         if wanted:
             outputs = sim.outputs(dynamics=False)
             if "joints" in spec.outputs:
@@ -148,6 +160,8 @@ def _outputs(spec: SweepSpec, sim) -> dict[str, float]:
                 out.update({f"velocity.{j}": v for j, v in outputs.joint_velocities.items()})
             if "energy" in spec.outputs:
                 out["kinetic_energy"], out["potential_energy"] = outputs.kinetic_energy, outputs.potential_energy
+            if "springs" in spec.outputs:
+                out.update(_spring_outputs(outputs.springs))
             for output in spec.outputs:
                 if output.startswith("link:"):
                     pose = outputs.link_poses[output[5:]]
