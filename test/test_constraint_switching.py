@@ -203,3 +203,40 @@ def test_a_disabled_constraint_that_is_singular_here_does_not_poison_the_dynamic
         assert np.all(np.isfinite(udot))
         np.testing.assert_allclose(udot, expected[1], rtol=1e-12, atol=1e-12)
         assert np.array_equal(projected_q, q) and np.array_equal(projected_u, u)
+
+
+def test_the_constraint_system_is_exposed_row_by_row(zoo_path, cache_dir):
+    # Karana-style introspection: which constraints are enabled, A, b and c (Gamma = -c) per row,
+    # the multipliers and the generalized constraint forces; checked against the equations they
+    # come from (A u + b = 0 on the constraint, A u' + c = 0 with the accelerations, -A^T lambda).
+    sim = Simulator(zoo_path, cache_dir=cache_dir)
+    start(sim)
+    assert sim.enabled_constraints == sim.constraints and MIMIC in sim.constraints
+    system = sim.constraint_system()
+    outputs = sim.outputs()
+    udot = np.array([outputs.accelerations[n] for n in sim.speed_names])
+    assert system.matrix.shape == (len(system.rows), len(sim.speed_names)) and system.enabled.all()
+    assert set(system.rows) == set(sim.constraints)
+    assert np.abs(system.matrix @ sim.u + system.bias).max() < 1e-9
+    assert np.abs(system.matrix @ udot + system.acceleration_bias).max() < 1e-9
+    np.testing.assert_allclose(system.generalized_forces, [outputs.constraint_forces[n] for n in sim.speed_names],
+                               rtol=1e-12, atol=1e-12)
+    assert np.abs(system.multipliers).max() > 1e-4  # the finger is held on its mimic relation
+    sim.set_constraint_enabled(MIMIC, False)
+    assert MIMIC not in sim.enabled_constraints
+    released = sim.constraint_system()
+    rows = [i for i, name in enumerate(released.rows) if name == MIMIC]
+    assert not released.enabled[rows].any() and np.all(released.multipliers[rows] == 0.0)
+
+
+def test_a_moving_loop_has_its_acceleration_bias_and_multipliers(repo, cache_dir):
+    # four_bar's pin closes a loop: its rows are nonlinear, so c = A' u + b' is not zero in motion
+    sim = Simulator(repo / "urdf" / "four_bar.urdf", cache_dir=cache_dir)
+    sim.set_state(velocities={"crank_joint": 2.0})
+    system = sim.constraint_system()
+    outputs = sim.outputs()
+    udot = np.array([outputs.accelerations[n] for n in sim.speed_names])
+    assert set(system.rows) == {"rocker_pin"} and system.enabled.all()
+    assert np.abs(system.matrix @ sim.u + system.bias).max() < 1e-9
+    assert np.abs(system.matrix @ udot + system.acceleration_bias).max() < 1e-9
+    assert np.abs(system.acceleration_bias).max() > 0.1 and np.abs(system.multipliers).max() > 0.1

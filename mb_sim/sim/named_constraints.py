@@ -9,6 +9,7 @@ import numpy as np
 from mb_sim.codegen.errors import FACTORIZATION_FAILURES, FactorizationError
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import SimulationError
+from mb_sim.sim.outputs import ConstraintSystem
 from mb_sim.sim.state import SimulationState
 from mb_sim.symbolic.rank import independent_rows
 
@@ -62,6 +63,20 @@ class NamedConstraints:
             reason = FACTORIZATION_FAILURES.get(err.code, err) if isinstance(err, FactorizationError) else err
             raise SimulationError(f"cannot enable constraint {name!r}: the state is too far from satisfying it "
                                   f"({reason})", t) from None
+
+    def enabled_names(self) -> list[str]:
+        """The constraints enforced now, in derivation order."""
+        return [name for name in self.names if name not in self.state.released]
+
+    def system(self) -> ConstraintSystem:
+        """The rows as the last evaluation left them in the buffers (A, b, c, and the multipliers
+        of the last forward dynamics): call after the forward dynamics."""
+        b, view = self.model.buffers, self.model.layout.view
+        matrix = view(b.out, "constraint_matrix").copy()
+        multipliers = b.lam[:len(matrix)].copy()
+        return ConstraintSystem(list(self.model.constraint_names), b.enabled[:len(matrix)] != 0.0, matrix,
+                                view(b.out, "constraint_bias")[:, 0].copy(),
+                                view(b.out, "acceleration_bias")[:, 0].copy(), multipliers, -matrix.T @ multipliers)
 
     def apply(self) -> None:
         """Row flags: every row of the constraints not released (which of them are independent is

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ConstraintErrors", "ConstraintReaction", "ContactState", "ContactWrench", "MotorState",
+__all__ = ["ConstraintErrors", "ConstraintReaction", "ConstraintSystem", "ContactState", "ContactWrench", "MotorState",
            "SimulationOutputs", "SpringState", "Trajectory"]
 
 
@@ -101,6 +101,24 @@ class ConstraintReaction:
     generalized_forces: dict[str, float]
     force: np.ndarray | None = None
     torque: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ConstraintSystem:
+    """The constraint rows at one state, as Karana's SubGraph exposes them: ``rows`` names each
+    row's constraint, ``enabled`` (bool per row) whether it is enforced; ``matrix`` A (rows x
+    speeds) and ``bias`` b of the velocity constraints A u + b = 0, ``acceleration_bias`` c of
+    A u' + c = 0 (c = A' u + b'; Karana's Gamma is -c); ``multipliers`` lambda per row (zero for a
+    released row) and ``generalized_forces`` -A^T lambda per speed, from the forward dynamics with
+    the efforts applied."""
+
+    rows: list[str]
+    enabled: np.ndarray
+    matrix: np.ndarray
+    bias: np.ndarray
+    acceleration_bias: np.ndarray
+    multipliers: np.ndarray
+    generalized_forces: np.ndarray
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from mb_sim.sim.inputs import Inputs
 from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, stepper
 from mb_sim.sim.named_constraints import NamedConstraints
 from mb_sim.sim.output_reader import OutputReader
-from mb_sim.sim.outputs import ConstraintErrors, ConstraintReaction, SimulationOutputs, Trajectory
+from mb_sim.sim.outputs import ConstraintErrors, ConstraintReaction, ConstraintSystem, SimulationOutputs, Trajectory
 from mb_sim.sim.robot_cache import RobotBundle, load_robot
 from mb_sim.sim.robot_cache import bundle as robot_bundle
 from mb_sim.sim.robot_model import RobotModel
@@ -370,6 +370,17 @@ class Simulator:
     def constraints(self) -> list[str]:
         """Names of the robot's constraints (mimic joints, loop closures...), in derivation order."""
         return list(self._constraints.names)
+
+    @property
+    def enabled_constraints(self) -> list[str]:
+        """Names of the constraints enforced now (the others are released)."""
+        return self._constraints.enabled_names()
+
+    def constraint_system(self) -> ConstraintSystem:
+        """Every constraint row at the current state: A, b, c (Karana's Gamma is -c), the
+        multipliers and the generalized constraint forces (see :class:`ConstraintSystem`)."""
+        self.outputs()  # the forward dynamics with the efforts applied: the multipliers
+        return self._constraints.system()
 
     def constraint_enabled(self, name: str) -> bool:
         """Whether constraint `name` is enforced."""
