@@ -49,7 +49,7 @@ FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)\s*$")
 DIRECTIVE = re.compile(r"^<!--\s*snippet:\s*(.*?)\s*-->$")
 SHELL_TIMEOUT = 600.0
 #: The node's warnings that it lags real time: the machine's load, not the snippet's fault.
-LAG = re.compile(r"\[WARN\].*(real time|wall time)")
+LAG = re.compile(r"\[WARN\].*(real[- ]time|wall time|cannot keep up)")
 #: How long an emulated ``ros2 topic pub`` publishes before it is "stopped with Ctrl-C" [s].
 PUBLISH_SECONDS = 4.0
 

@@ -158,7 +158,7 @@ def run_compiler(command: list[str], timeout: float | None = COMPILE_TIMEOUT) ->
 #: The compilers' niceness: a first load compiles at a lower priority than the process that waits for
 #: it and whatever else runs, so a node publishing beside a build (a spawn, a second robot) keeps its
 #: period; alone on the machine the build is as fast.
-COMPILER_NICENESS = 5
+COMPILER_NICENESS = 10
 
 
 def compile_jobs() -> int:
