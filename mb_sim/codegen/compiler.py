@@ -110,7 +110,8 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
         message shows the start of its standard error.
     """
     units = translation_units(source.read_text())
-    size = f"{source.stat().st_size / 1e6:.2f} MB of C" + (f" in {len(units)} units at once" if len(units) > 1 else "")
+    size = f"{source.stat().st_size / 1e6:.2f} MB of C" + (f" in {len(units)} units, {min(len(units), compile_jobs())} at a time"
+                                                             if len(units) > 1 else "")
     compiler = compiler_command()
     report(progress, f"compiling {source} ({size}) with {compiler[0]}, about {estimated_seconds(units):.0f} s...")
     start = time.perf_counter()
