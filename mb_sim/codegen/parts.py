@@ -20,7 +20,7 @@ __all__ = ["PARTS_ABOVE", "PART_STATEMENTS", "function_in_parts"]
 
 #: Functions of more statements (an assignment, an output, a guarded block) than this are cut: a
 #: humanoid's dynamics (G1: 4,000), not a quadruped's (1,600-2,000), whose calls stay as they were
-#: (the parts cost a humanoid's calls 15-25 %: values passed through memory, common subexpressions
+#: (the parts cost a humanoid's calls 15-30 %: values passed through memory, common subexpressions
 #: no longer shared across parts; see docs/equations.md).
 PARTS_ABOVE = 3000
 #: Statements per part.  G1's dynamics: 16-20 s of gcc in one function, 8 s in parts of 200-300.
@@ -42,9 +42,11 @@ def function_in_parts(name: str, doc: str, signature: str, preamble: str,
               for i in range(0, len(statements), PART_STATEMENTS)]
     declared = [_declared(chunk) for chunk in chunks]
     used = [set(_LOCAL.findall("\n".join(chunk))) for chunk in chunks]
+    read_later = [set() for _ in chunks]  # what the parts after each one name
+    for i in range(len(chunks) - 2, -1, -1):
+        read_later[i] = read_later[i + 1] | used[i + 1]
     slots: dict[str, int] = {}
-    for i, defined in enumerate(declared):
-        later = set().union(*used[i + 1:])
+    for defined, later in zip(declared, read_later):
         for v in sorted(defined & later, key=int):
             slots[v] = len(slots)
     restricted = signature.replace("*", "*restrict ")  # w and out are nothing else: values stay in registers

@@ -105,11 +105,11 @@ def _spring_states(names: list[str], rows: np.ndarray) -> dict[str, SpringState]
     """Spring outputs by name from the rows of the spring_states block (see SPRING_STATE)."""
     states = {}
     for name, row in zip(names, rows):
-        p0, p1, dv, length, force = row[0:3], row[3:6], row[6:9], row[9], row[11]  # row[10]: length rate
+        p0, p1, dv, length, rate, force = row[0:3], row[3:6], row[6:9], row[9], row[10], row[11]
         displacement = p1 - p0
         states[name] = SpringState(float(length), displacement, dv.copy(), float(force),
                                    force * displacement / length if length > 0 else np.full(3, np.nan),
-                                   (p0.copy(), p1.copy()))
+                                   (p0.copy(), p1.copy()), float(rate))
     return states
 
 

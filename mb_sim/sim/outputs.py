@@ -28,7 +28,8 @@ class SpringState:
     ``displacement`` is ``p1 - p0`` (marker 0 to marker 1), ``distance`` its length L,
     ``velocity`` the relative velocity ``v1 - v0``, ``force`` the scalar force (tension
     positive) and ``force_vector`` ``force * displacement / distance``: it acts as ``+f`` on
-    marker 0 and ``-f`` on marker 1.  ``markers`` are the two marker positions.
+    marker 0 and ``-f`` on marker 1.  ``markers`` are the two marker positions, ``length_rate``
+    L' [m/s].
     """
 
     distance: float
@@ -37,6 +38,7 @@ class SpringState:
     force: float
     force_vector: np.ndarray
     markers: tuple[np.ndarray, np.ndarray]
+    length_rate: float = float("nan")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ alone (:func:`mb_sim.sweep.replay_sample`) gives the same row, bit for bit, but 
 """
 from __future__ import annotations
 
-import math
 
 import time
 import warnings
@@ -139,8 +138,7 @@ def _spring_outputs(springs: dict) -> dict[str, float]:
     """Each spring-damper's length [m], length rate [m/s] and force [N, tension positive]."""
     out = {}
     for name, state in springs.items():
-        rate = float(state.displacement @ state.velocity / state.distance) if state.distance > 0 else math.nan
-        out.update({f"spring.{name}.length": state.distance, f"spring.{name}.length_rate": rate,
+        out.update({f"spring.{name}.length": state.distance, f"spring.{name}.length_rate": state.length_rate,
                     f"spring.{name}.force": state.force})
     return out
 
