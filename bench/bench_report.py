@@ -10,6 +10,10 @@ from pathlib import Path
 
 __all__ = ["machine", "versions", "machine_line"]
 
+# Benchmarks time the optimized code: a first load here waits for it, as before quick first builds
+# (mb_sim.codegen.tiers); bench_cold.py measures both kinds of first load on its own.
+os.environ.setdefault("MB_SIM_FIRST_BUILD", "optimized")
+
 
 def machine(compiler: bool = False) -> dict:
     """CPU model, cores, load average now, platform and Python (and the C compiler's first line)."""

@@ -32,6 +32,9 @@ if "PYTEST_XDIST_WORKER" in os.environ:  # (the controller's domain, inherited, 
 else:
     os.environ.setdefault("ROS_DOMAIN_ID", _domain_id())
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+# A first load waits for the optimized build, as the tests' figures were measured; quick first
+# builds (mb_sim.codegen.tiers, the default for users) are tested in test_quick_builds.py.
+os.environ.setdefault("MB_SIM_FIRST_BUILD", "optimized")
 
 
 @pytest.fixture(scope="session")

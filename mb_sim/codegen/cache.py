@@ -31,14 +31,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mb_sim.codegen.runtime_files import runtime_digest
 from mb_sim.codegen.version import GENERATOR_VERSION
-from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_shared_library
+from mb_sim.codegen.compiler import COMPILE_FLAGS, QUICK_FLAGS, check_source_size, compile_shared_library
+from mb_sim.codegen.tiers import OptimizedBuild, process_alive, quick_first_builds, start_optimized_build
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 
-__all__ = ["CacheWarning", "ChangedSource", "atomic_write", "cache_directory", "cache_key", "is_private", "load_library",
+__all__ = ["CacheWarning", "ChangedSource", "LoadedLibrary", "atomic_write", "cache_directory", "cache_entry", "cache_key",
+           "is_private", "load_library",
            "read_index", "remove_stale_temporaries", "safe_name", "temporary_path"]
 
 #: Temporaries older than this [s] are removed even if a process of their pid number exists.
@@ -101,7 +104,7 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
         pid = int(_TEMPORARY.match(path.name).group(1))
         try:
             old = time.time() - path.stat().st_mtime > STALE_AGE
-            if old or not _alive(pid):
+            if old or not process_alive(pid):
                 path.unlink()
                 removed.append(path)
         except OSError:
@@ -109,35 +112,35 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
     return removed
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process `pid` exists."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def cache_key(source: str) -> str:
-    """sha256 over the generator version, platform, compile flags, C source and the runtime files
+def cache_key(source: str, flags: tuple[str, ...] = COMPILE_FLAGS) -> str:
+    """sha256 over the generator version, platform, compile `flags`, C source and the runtime files
     it includes (their content: an edited runtime rebuilds).  The C source is the whole of what
     the generator made (whatever SymPy printed it)."""
     digest = hashlib.sha256()
     for part in (GENERATOR_VERSION, sys.platform, platform.machine(),
-                 " ".join(COMPILE_FLAGS), runtime_digest(), source):
+                 " ".join(flags), runtime_digest(), source):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()
 
 
+class LoadedLibrary(NamedTuple):
+    """A model's shared library as loaded: its path in the cache, the library, the optimized build
+    under way when this is the quick one (:mod:`mb_sim.codegen.tiers`), and whether it is the quick one."""
+
+    path: Path
+    library: ctypes.CDLL
+    optimized_build: OptimizedBuild | None = None
+    quick: bool = False
+
+
 def load_library(
     source: str, name: str, cache_dir: str | os.PathLike | None = None,
-    progress: Progress = None,
-) -> tuple[Path, ctypes.CDLL]:
+    progress: Progress = None, quick: bool | None = None,
+) -> LoadedLibrary:
     """The loaded shared library of C `source` (model `name`), built only on a cache miss.
 
-    Returns the library's path in the cache and the library.
+    On a miss, with `quick` (default: :func:`~mb_sim.codegen.tiers.quick_first_builds`), the
+    source is compiled unoptimized first and the optimized library built by a process of its own.
 
     Raises
     ------
@@ -145,26 +148,30 @@ def load_library(
         The source is too large to compile (:func:`~mb_sim.codegen.compiler.check_source_size`),
         compiling fails or the fresh library cannot be loaded.
     """
-    entry = _Entry.of(source, name, cache_directory(cache_dir))
-    for path in remove_stale_temporaries(entry.directory):
+    directory = cache_directory(cache_dir)
+    for path in remove_stale_temporaries(directory):
         report(progress, f"removed {path}, left behind by a process that is gone")
-    if entry.is_valid():
-        try:
-            library = ctypes.CDLL(str(entry.library))
-        except OSError as error:
-            report(progress, f"cannot load cached {entry.library} ({error}); rebuilding")
-        else:
-            report(progress, f"loaded {name} from the cache: {entry.library}")
-            entry.restore_source(source)
-            return entry.library, library
-    elif entry.library.exists():
-        report(progress, f"cached {entry.library} is stale or corrupt; rebuilding")
+    optimized = _Entry.of(source, name, directory)
+    library = optimized.open_valid(source, name, progress)
+    if library is not None:
+        return LoadedLibrary(optimized.library, library)
     check_source_size(source, name)
-    entry.build(source, progress)
+    if not (quick_first_builds() if quick is None else quick):
+        return LoadedLibrary(optimized.library, optimized.build_and_open(source, progress))
+    first = _Entry.of(source, name, directory, QUICK_FLAGS)
+    library = first.open_valid(source, name, progress) or first.build_and_open(source, progress)
     try:
-        return entry.library, ctypes.CDLL(str(entry.library))
+        build = start_optimized_build(optimized.library, first.source, name, optimized.is_valid)
     except OSError as error:
-        raise CodegenError(f"cannot load {entry.library}, just built: {error}") from error
+        report(progress, f"cannot start the optimized build of {name} ({error}): it runs on the quick build")
+        return LoadedLibrary(first.library, library, quick=True)
+    report(progress, f"{name}: the optimized build runs in the background; calls switch to it when it is ready")
+    return LoadedLibrary(first.library, library, build, quick=True)
+
+
+def cache_entry(source: str, name: str, directory: Path) -> _Entry:
+    """The cache entry of C `source`'s optimized library (model `name`) in `directory`."""
+    return _Entry.of(source, name, directory)
 
 
 @dataclass(frozen=True)
@@ -174,11 +181,12 @@ class _Entry:
     key: str
     directory: Path
     stem: str
+    flags: tuple[str, ...] = COMPILE_FLAGS
 
     @classmethod
-    def of(cls, source: str, name: str, directory: Path) -> _Entry:
-        key = cache_key(source)
-        return cls(key, directory, f"{safe_name(name)}-{key[:16]}")
+    def of(cls, source: str, name: str, directory: Path, flags: tuple[str, ...] = COMPILE_FLAGS) -> _Entry:
+        key = cache_key(source, flags)
+        return cls(key, directory, f"{safe_name(name)}-{key[:16]}", flags)
 
     @property
     def library(self) -> Path:
@@ -203,6 +211,29 @@ class _Entry:
         except (OSError, ValueError):
             return False
 
+    def open_valid(self, source: str, name: str, progress: Progress) -> ctypes.CDLL | None:
+        """The library if its entry is valid and it loads (its source put back), else None."""
+        if not self.is_valid():
+            if self.library.exists():
+                report(progress, f"cached {self.library} is stale or corrupt; rebuilding")
+            return None
+        try:
+            library = ctypes.CDLL(str(self.library))
+        except OSError as error:
+            report(progress, f"cannot load cached {self.library} ({error}); rebuilding")
+            return None
+        report(progress, f"loaded {name} from the cache: {self.library}")
+        self.restore_source(source)
+        return library
+
+    def build_and_open(self, source: str, progress: Progress) -> ctypes.CDLL:
+        """Build the library and load it."""
+        self.build(source, progress)
+        try:
+            return ctypes.CDLL(str(self.library))
+        except OSError as error:
+            raise CodegenError(f"cannot load {self.library}, just built: {error}") from error
+
     def restore_source(self, source: str) -> None:
         """Put the library's own source back beside it if the file there differs (edited)."""
         try:
@@ -221,7 +252,7 @@ class _Entry:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write(self.source, source.encode())
             with temporary_path(self.library) as library:
-                compile_shared_library(self.source, library, progress)
+                compile_shared_library(self.source, library, progress, flags=self.flags)
                 metadata = {"key": self.key, "sha256": _sha256(library), "generator_version": GENERATOR_VERSION}
                 os.replace(library, self.library)
             atomic_write(self.sidecar, json.dumps(metadata, indent=1).encode())

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 
 import numpy as np
 
@@ -11,7 +12,8 @@ from typing import TYPE_CHECKING
 from mb_sim.codegen.cache import load_library
 from mb_sim.codegen.errors import CodegenError, FactorizationError
 from mb_sim.codegen.numeric_model import NumericModel, check_step_count
-from mb_sim.codegen.progress import Progress
+from mb_sim.codegen.progress import Progress, report
+from mb_sim.codegen.tiers import OptimizedBuildWarning
 
 if TYPE_CHECKING:
     from mb_sim.codegen.header import ModelHeader
@@ -34,7 +36,8 @@ class CompiledModel(NumericModel):
     Attributes
     ----------
     library_path
-        The shared library in the cache.
+        The shared library in the cache (the quick build's until the optimized one is taken up:
+        :mod:`mb_sim.codegen.tiers`).
     source
         The C source it was compiled from.
     """
@@ -49,7 +52,9 @@ class CompiledModel(NumericModel):
 
             source = generate_c_source(eom, progress)
         self.source = source
-        self.library_path, library = load_library(self.source, eom.name, cache_dir, progress)
+        self._progress = progress
+        self.library_path, library, self._optimized_build, self._quick = load_library(
+            self.source, eom.name, cache_dir, progress)
         self._check_matches(library)
         self._time = np.zeros(1)
         b = self.buffers
@@ -59,21 +64,64 @@ class CompiledModel(NumericModel):
         # 0.35 us instead of 0.9 us with seven arguments.  No argtypes: ctypes then skips its
         # per-argument checks.
         self._packed = (_P * len(arrays))(*(a.ctypes.data for a in arrays))
+        # User force laws: the library holds one callback, shared by every model loaded from it,
+        # so it is set again before each call.
+        self._law_callback = _FORCE_LAW(self._call_force_law) if self.force_laws else None
+        self._bind(library)
+
+    def _bind(self, library: ctypes.CDLL) -> None:
+        """Call `library`'s functions from now on."""
         self._mb_evaluate = library.mb_evaluate_packed
         self._mb_evaluate.restype = None
         self._mb_forward_dynamics = library.mb_forward_dynamics_packed
         self._mb_project = library.mb_project_packed
         self._mb_rk4 = library.mb_rk4_packed
-        #: ``mb_rollout`` (see c/mb_integrate.c): batched rollouts, the GIL released (mb_sim.sweep.rollout).
-        self.rollout_function = library.mb_rollout
-        self.rollout_function.restype = _I
-        self.rollout_function.argtypes = [_P, _P, _I, _P, _I, _D, _D, _I, _I, _P, _P, _P, _P, _P]
-        # User force laws: the library holds one callback, shared by every model loaded from it,
-        # so it is set again before each call.
-        self._law_callback = _FORCE_LAW(self._call_force_law) if self.force_laws else None
+        self._rollout = library.mb_rollout
+        self._rollout.restype = _I
+        self._rollout.argtypes = [_P, _P, _I, _P, _I, _D, _D, _I, _I, _P, _P, _P, _P, _P]
         self._set_law = library.mb_set_force_law if self.force_laws else None
 
+    @property
+    def rollout_function(self):
+        """``mb_rollout`` (see c/mb_integrate.c): batched rollouts, the GIL released (mb_sim.sweep.rollout)."""
+        self._take_optimized()
+        return self._rollout
+
+    @property
+    def optimized(self) -> bool:
+        """Whether calls run the optimized library (False while its build runs or after it failed)."""
+        self._take_optimized()
+        return not self._quick
+
+    def wait_until_optimized(self, timeout: float | None = None) -> bool:
+        """Wait at most `timeout` seconds (None: until it ends) for the optimized build and take it
+        up; whether calls now run it.  A benchmark calls this after a first load."""
+        if self._optimized_build is not None:
+            self._optimized_build.wait(timeout)
+        return self.optimized
+
+    def _take_optimized(self) -> None:
+        """Switch to the optimized library once its build has ended (same results bit for bit)."""
+        build = self._optimized_build
+        if build is None or not build.finished:
+            return
+        self._optimized_build = None
+        if build.library is not None:
+            try:
+                self._check_matches(build.library)
+            except CodegenError as error:
+                build.failure = str(error)
+            else:
+                self._bind(build.library)
+                self.library_path, self._quick = build.library_path, False
+                report(self._progress, f"{self.name}: calls run the optimized build now ({build.library_path.name})")
+                return
+        warnings.warn(f"model {self.name!r}: the optimized build failed ({build.failure}); it runs on the "
+                      f"quick build ({self.library_path.name}), 2-5x slower", OptimizedBuildWarning, stacklevel=3)
+
     def _install_force_law(self) -> None:
+        if self._optimized_build is not None:
+            self._take_optimized()
         if self._set_law is not None:
             self._set_law(self._law_callback)
 

@@ -17,7 +17,7 @@ from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.units import translation_units
 
-__all__ = ["COMPILE_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
+__all__ = ["COMPILE_FLAGS", "QUICK_FLAGS", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
            "compile_jobs", "estimated_seconds", "host_flags", "run_compiler", "run_compilers", "COMPILE_TIMEOUT",
            "COMPILER_NICENESS"]
 
@@ -42,6 +42,12 @@ def host_flags(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> tuple[str, ...]:
 #: -fno-math-errno: sqrt as one instruction (the same correctly rounded result) instead of a call
 #: that would set errno, which nothing reads.
 COMPILE_FLAGS = ("-std=c99", "-O2", "-fno-math-errno", *host_flags(), "-shared", "-fPIC")
+#: A first load's quick build (mb_sim.codegen.tiers): the same C unoptimized compiles about 5x
+#: faster (G1: 3.4 s of gcc CPU instead of 16.5 s) and runs 2-5x slower, with the same results bit
+#: for bit (gcc keeps IEEE evaluation order at every level; no flag here contracts or reassociates).
+QUICK_FLAGS = tuple("-O0" if flag == "-O2" else flag for flag in COMPILE_FLAGS)
+#: How much faster a quick build compiles than an optimized one (the progress line's estimate).
+QUICK_SPEEDUP = 4.0
 #: The largest generated C source mb_sim compiles [bytes].  gcc's -O2 time and memory grow
 #: superlinearly with a function's length (register allocation, PRE, dead-store elimination): whole
 #: functions took (CPU time, memory, 2 cores, gcc 12) 0.25 MB 4 s 0.2 GB; 0.69 MB 26 s 0.9 GB;
@@ -64,12 +70,13 @@ _STDERR_LINES = 20
 RUNTIME_COMPILE_SECONDS, UNIT_COMPILE_SECONDS, COMPILE_EXPONENT = 2.5, 2.2, 1.8
 
 
-def estimated_seconds(units: list[str], cores: int | None = None) -> float:
+def estimated_seconds(units: list[str], cores: int | None = None, flags: tuple[str, ...] = COMPILE_FLAGS) -> float:
     """About how long the compiler takes on `units` (the first holds the runtime), run at once on
-    `cores` (the machine's): the progress line's estimate, from the units' sizes."""
+    `cores` (the machine's) with `flags`: the progress line's estimate, from the units' sizes."""
     times = [UNIT_COMPILE_SECONDS * (len(unit) / 1e5) ** COMPILE_EXPONENT for unit in units]
     times[0] += RUNTIME_COMPILE_SECONDS
-    return max(max(times), sum(times) / max(1, min(len(units), cores or compile_jobs())))
+    seconds = max(max(times), sum(times) / max(1, min(len(units), cores or compile_jobs())))
+    return seconds / QUICK_SPEEDUP if flags == QUICK_FLAGS else seconds
 
 
 def compiler_command() -> list[str]:
@@ -98,10 +105,10 @@ def check_source_size(source: str, name: str) -> None:
 
 
 def compile_shared_library(source: Path, library: Path, progress: Progress = None,
-                           timeout: float | None = COMPILE_TIMEOUT) -> None:
-    """Compile C file `source` into shared library `library` (with the runtime's directory on the
-    include path: the generated file includes the hand-written runtime).  A large source is
-    compiled as its translation units side by side, then linked (:mod:`mb_sim.codegen.units`).
+                           timeout: float | None = COMPILE_TIMEOUT, flags: tuple[str, ...] = COMPILE_FLAGS) -> None:
+    """Compile C file `source` into shared library `library` with `flags` (with the runtime's
+    directory on the include path: the generated file includes the hand-written runtime).  A large
+    source is compiled as its translation units side by side, then linked (:mod:`mb_sim.codegen.units`).
 
     Raises
     ------
@@ -113,19 +120,21 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
     size = f"{source.stat().st_size / 1e6:.2f} MB of C" + (f" in {len(units)} units, {min(len(units), compile_jobs())} at a time"
                                                              if len(units) > 1 else "")
     compiler = compiler_command()
-    report(progress, f"compiling {source} ({size}) with {compiler[0]}, about {estimated_seconds(units):.0f} s...")
+    how = "quickly (unoptimized, -O0)" if flags == QUICK_FLAGS else f"with {compiler[0]}"
+    report(progress, f"compiling {source} ({size}) {how}, about {estimated_seconds(units, flags=flags):.0f} s...")
     start = time.perf_counter()
     if len(units) == 1:
-        _compile([[*compiler, *COMPILE_FLAGS, "-I", str(runtime_directory()), "-o", str(library), str(source), "-lm"]],
+        _compile([[*compiler, *flags, "-I", str(runtime_directory()), "-o", str(library), str(source), "-lm"]],
                  source, timeout)
     else:
-        _compile_units(units, source, library, compiler, timeout)
+        _compile_units(units, source, library, compiler, timeout, flags)
     report(progress, f"compiled {source.name} ({time.perf_counter() - start:.1f} s)")
 
 
-def _compile_units(units: list[str], source: Path, library: Path, compiler: list[str], timeout: float | None) -> None:
+def _compile_units(units: list[str], source: Path, library: Path, compiler: list[str], timeout: float | None,
+                   flags: tuple[str, ...]) -> None:
     """Each unit to an object file at once, then the objects linked into `library`."""
-    objects_flags = [flag for flag in COMPILE_FLAGS if flag != "-shared"]
+    objects_flags = [flag for flag in flags if flag != "-shared"]
     token = secrets.token_hex(6)  # named as the cache's temporaries are: removed if this process dies
     names = [library.with_name(f".{library.stem}-unit{k}.{os.getpid()}.{token}") for k in range(len(units))]
     try:

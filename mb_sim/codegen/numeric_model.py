@@ -140,6 +140,16 @@ class NumericModel(ABC):
         self.buffers.params[:] = self.parameter_values
         self.buffers.enabled[:] = 1.0  # every row: the dynamics leave a row dependent where the robot is to the others
 
+    @property
+    def optimized(self) -> bool:
+        """Whether calls run the model's optimized code (a compiled model's first load runs a quick
+        build for a while: :mod:`mb_sim.codegen.tiers`)."""
+        return True
+
+    def wait_until_optimized(self, timeout: float | None = None) -> bool:
+        """Wait at most `timeout` seconds for the optimized code; whether calls run it."""
+        return self.optimized
+
     def set_force_law(self, law: ForceLawCallback | None) -> None:
         """The function evaluating the user force laws (see :data:`ForceLawCallback`); without
         one a user-law spring's force is NaN."""

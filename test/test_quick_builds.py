@@ -1,0 +1,101 @@
+"""Quick first builds (issue 37, mb_sim.codegen.tiers): a cache miss compiles the C unoptimized and
+runs at once; a process of its own builds the optimized library, which the model takes up at a call.
+The two compute the same results bit for bit, so a run does not depend on when the switch happens.
+
+The compiler is the real one behind a wrapper (``$CC``) that logs each call and can hold back or
+fail the optimizing ones, so the order of events is the test's, not the machine's."""
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mb_sim.codegen.tiers import FIRST_BUILD_VARIABLE, OptimizedBuildWarning, quick_first_builds
+from mb_sim.resources import robot_path
+from mb_sim.sim import Simulator
+
+#: A closed loop (projection and constraint code) driven by gravity.
+ROBOT = "four_bar"
+
+
+def _compiler(tmp_path: Path, *, delay: float = 0.0, fail: bool = False) -> Path:
+    """A `cc` that logs its optimization level, and sleeps `delay` s or fails before an -O2 compile."""
+    log = tmp_path / "cc.log"
+    script = tmp_path / "cc"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'level=none; for a in "$@"; do case "$a" in -O0|-O2) level=$a;; esac; done\n'
+        f'echo "$level" >> {log}\n'
+        f'if [ "$level" = -O2 ]; then sleep {delay}; {"echo cc1: out of memory >&2; exit 4;" if fail else ""} fi\n'
+        'exec cc "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return log
+
+
+def _run(cache: Path, wait_between: bool) -> tuple[np.ndarray, list[str], object]:
+    lines: list[str] = []
+    sim = Simulator(robot_path(ROBOT), cache_dir=cache, progress=lines.append)
+    sim.advance(0.3)
+    before = sim.model.library_path
+    if wait_between:
+        assert sim.model.wait_until_optimized(timeout=120)
+    sim.advance(0.3)
+    return np.concatenate([sim.q, sim.u, sim.z]), lines, (before, sim.model)
+
+
+def test_a_first_load_runs_quickly_then_switches_to_the_optimized_build_bit_for_bit(tmp_path, monkeypatch):
+    log = _compiler(tmp_path, delay=3.0)
+    monkeypatch.setenv("CC", str(tmp_path / "cc"))
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "quick")
+    state, lines, (before, model) = _run(tmp_path / "quick", wait_between=True)
+    assert any("quickly (unoptimized, -O0)" in line for line in lines), lines
+    assert any("optimized build runs in the background" in line for line in lines), lines
+    assert any("calls run the optimized build now" in line for line in lines), lines
+    assert before != model.library_path and model.optimized  # the first 0.3 s ran on the quick build
+    assert log.read_text().split().count("-O0") >= 1 and "-O2" in log.read_text().split()
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "optimized")
+    reference, lines, (_, reference_model) = _run(tmp_path / "optimized", wait_between=False)
+    assert not any("-O0" in line for line in lines) and reference_model.optimized
+    assert np.array_equal(state, reference)  # the switch changes nothing but the speed
+
+
+def test_the_next_load_finds_the_optimized_build_and_one_build_serves_two_loads(tmp_path, monkeypatch):
+    log = _compiler(tmp_path, delay=2.0)
+    monkeypatch.setenv("CC", str(tmp_path / "cc"))
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "quick")
+    first = Simulator(robot_path(ROBOT), cache_dir=tmp_path)
+    second = Simulator(robot_path(ROBOT), cache_dir=tmp_path)  # while the first's optimized build runs
+    assert not first.model.optimized and not second.model.optimized
+    assert first.model.wait_until_optimized(timeout=120) and second.model.wait_until_optimized(timeout=120)
+    assert log.read_text().split().count("-O2") == log.read_text().split().count("-O0")  # built once
+    lines: list[str] = []
+    third = Simulator(robot_path(ROBOT), cache_dir=tmp_path, progress=lines.append)
+    assert third.model.optimized and third.model.library_path == first.model.library_path
+    assert not any("compiling" in line for line in lines), lines
+    assert not list(tmp_path.glob(".*.optimizing"))  # the build's marker is gone with it
+
+
+def test_a_failed_optimized_build_is_said_and_the_quick_build_runs_on(tmp_path, monkeypatch):
+    _compiler(tmp_path, fail=True)
+    monkeypatch.setenv("CC", str(tmp_path / "cc"))
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "quick")
+    sim = Simulator(robot_path(ROBOT), cache_dir=tmp_path)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert not sim.model.wait_until_optimized(timeout=120)
+        sim.advance(0.1)
+    messages = [str(w.message) for w in said if w.category is OptimizedBuildWarning]
+    assert len(messages) == 1 and "model 'four_bar'" in messages[0] and "out of memory" in messages[0], messages
+    assert np.all(np.isfinite(sim.q)) and sim.time == pytest.approx(0.1)
+
+
+def test_the_first_build_variable_is_checked(monkeypatch):
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "fast")
+    with pytest.raises(ValueError, match=r"\$MB_SIM_FIRST_BUILD must be 'quick' or 'optimized', got 'fast'"):
+        quick_first_builds()
+    monkeypatch.delenv(FIRST_BUILD_VARIABLE)
+    assert quick_first_builds()  # the default
