@@ -58,9 +58,8 @@ from string import Template
 import numpy as np
 import sympy
 from sympy import Symbol
-from sympy.printing.c import C99CodePrinter
-from sympy.printing.precedence import PRECEDENCE
 
+from mb_sim.codegen.c_printer import CPrinter
 from mb_sim.codegen.errors import SPRING_MIN_LENGTH
 from mb_sim.codegen.guarded import accumulations, guarded_lines, guarded_runs
 from mb_sim.codegen.parts import function_in_parts
@@ -123,46 +122,6 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     ])
 
 
-class _Printer(C99CodePrinter):
-    """C99 printer that prints symbols through a fixed table and constants as literals."""
-
-    def __init__(self, names: dict[Symbol, str]):
-        # terms in the order the expressions hold them: sorting them took 40 % of the printing
-        super().__init__({"strict": True, "inline": True, "math_macros": {}, "order": "none"})
-        self._names = names
-
-    def _print_Symbol(self, expr: Symbol) -> str:
-        return self._names[expr]
-
-    _print_Dummy = _print_Symbol
-
-    def _print_Max(self, expr) -> str:
-        """fmax's result, inline (mb_fmax: fmax is a library call without -ffinite-math-only)."""
-        return self._nested("mb_fmax", expr.args)
-
-    def _print_Min(self, expr) -> str:
-        return self._nested("mb_fmin", expr.args)
-
-    def _nested(self, function: str, args) -> str:
-        first, *rest = args
-        return self.doprint(first) if not rest else f"{function}({self.doprint(first)}, {self._nested(function, rest)})"
-
-    def _print_SpringForceLaw(self, expr) -> str:
-        """A user force law: a call back into the host (see mb_force_law in c/mb_dynamics.c)."""
-        index, *arguments = expr.args
-        return f"mb_force_law({int(index)}, {', '.join(self.doprint(a) for a in arguments)})"
-
-    def _print_Pow(self, expr) -> str:
-        """Small integer powers as products: pow() is a library call; a power to a parameter (a
-        contact law's exponent) through mb_pow, which spares the call for the usual 1 and 2."""
-        if expr.exp.is_Integer and 2 <= expr.exp <= 4:
-            base = self.parenthesize(expr.base, PRECEDENCE["Mul"])
-            return "(" + "*".join([base] * int(expr.exp)) + ")"
-        if expr.exp.is_Symbol:
-            return f"mb_pow({self.doprint(expr.base)}, {self.doprint(expr.exp)})"
-        return super()._print_Pow(expr)
-
-
 def _marked(name: str, text: str) -> str:
     """The functions a large model compiles apart (:data:`~mb_sim.codegen.units.UNIT_FUNCTIONS`)
     between their markers (:mod:`mb_sim.codegen.units`); the others as they are."""
@@ -175,7 +134,7 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
              for i, s in enumerate(program.arguments[key])}
     names[program.arguments["t"][0]] = "t"
     names.update((s, f"v{i}") for i, (s, _) in enumerate(program.assignments))
-    printer = _Printer(names)
+    printer = CPrinter(names)
     runs = guarded_runs(program.assignments)
     sums = accumulations(runs, program.outputs)
     needed, later = [], set().union(*(e.free_symbols for e in program.outputs))
