@@ -135,10 +135,12 @@ def start_optimized_build(library: Path, source_file: Path, name: str,
     if running_optimizer(library) is not None:
         return OptimizedBuild(library, is_ready)
     error = tempfile.TemporaryFile()
+    package_root = str(Path(__file__).resolve().parents[2])  # this mb_sim, however it was imported
+    python_path = os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))
     process = subprocess.Popen(
         [sys.executable, "-m", "mb_sim.codegen.optimize", str(source_file), name],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=error, start_new_session=True,
-        env={**os.environ, FIRST_BUILD_VARIABLE: "optimized"})
+        env={**os.environ, FIRST_BUILD_VARIABLE: "optimized", "PYTHONPATH": python_path})
     marker = library.with_name(f".{library.stem}.{process.pid}.{os.urandom(6).hex()}.optimizing")
     try:
         marker.touch()
