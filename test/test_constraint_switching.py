@@ -240,3 +240,21 @@ def test_a_moving_loop_has_its_acceleration_bias_and_multipliers(repo, cache_dir
     assert np.abs(system.matrix @ sim.u + system.bias).max() < 1e-9
     assert np.abs(system.matrix @ udot + system.acceleration_bias).max() < 1e-9
     assert np.abs(system.acceleration_bias).max() > 0.1 and np.abs(system.multipliers).max() > 0.1
+
+
+def test_the_constraints_on_a_link_are_those_of_the_components_joining_it(zoo_path, repo, cache_dir):
+    # Karana's per-body query: a mimic joint's constraint acts on its own links and on those of the
+    # joint it follows; a loop joint's on its parent and child (as the URDF's <loop_joint> says); a
+    # rolling wheel's on its wheel.  The second load of each comes from the robot cache (the facts as JSON).
+    for _ in range(2):
+        zoo = Simulator(zoo_path, cache_dir=cache_dir)
+        four_bar = Simulator(repo / "urdf" / "four_bar.urdf", cache_dir=cache_dir)
+        drive = Simulator(repo / "urdf" / "diff_drive.urdf", cache_dir=cache_dir)
+        assert [link for link in zoo.model.link_names if zoo.constraints_on(link)] == ["slider", "arm", "finger"]
+        assert zoo.constraints_on("finger") == [MIMIC]
+        assert [link for link in four_bar.model.link_names if four_bar.constraints_on(link)] == ["ground", "rocker"]
+        assert drive.constraints_on("left_wheel") == ["left_wheel_contact"] and drive.constraints_on("base_link") == []
+    zoo.set_constraint_enabled(MIMIC, False)
+    assert zoo.constraints_on("finger") == [MIMIC]  # released, still the finger's
+    with pytest.raises(ValueError, match="unknown link 'hand'; links: .*finger"):
+        zoo.constraints_on("hand")

@@ -64,6 +64,14 @@ class NamedConstraints:
             raise SimulationError(f"cannot enable constraint {name!r}: the state is too far from satisfying it "
                                   f"({reason})", t) from None
 
+    def on_link(self, link: str, constraint_links) -> list[str]:
+        """The constraints whose forces act on `link` (`constraint_links`: the facts' (name, links)
+        pairs), in derivation order; ValueError naming the links for an unknown one."""
+        if link not in self.model.link_names:
+            raise ValueError(f"unknown link {link!r}; links: {', '.join(self.model.link_names)}")
+        joined = {name for name, links in constraint_links if link in links}
+        return [name for name in self.names if name in joined]
+
     def enabled_names(self) -> list[str]:
         """The constraints enforced now, in derivation order."""
         return [name for name in self.names if name not in self.state.released]

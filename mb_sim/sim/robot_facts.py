@@ -179,6 +179,8 @@ class RobotFacts:
     contact_loads: tuple[tuple[tuple[str, float], ...], ...] = ()
     loop_joints: tuple[str, ...] = ()
     rolling_wheels: tuple[str, ...] = ()
+    #: Per named constraint, the links its component joins (see :func:`_constraint_links`).
+    constraint_links: tuple[tuple[str, tuple[str, ...]], ...] = ()
     unjudged_energy: str | None = None
     #: The robot's weight [N] (its links' masses under its gravity).
     weight: float = 0.0
@@ -204,6 +206,8 @@ class RobotFacts:
                 value = tuple(_nested(_NESTED[f.name], item) for item in value)
             elif f.name in ("contact_links",):
                 value = tuple(tuple(item) for item in value)
+            elif f.name == "constraint_links":
+                value = _tuples(value)
             elif f.name == "contact_loads":
                 value = tuple(tuple((link, float(sign)) for link, sign in row) for row in value)
             elif isinstance(value, list):
@@ -281,7 +285,7 @@ def robot_facts(robot) -> RobotFacts:
         force_torques=tuple(_force_torque(robot, sensor) for sensor in getattr(robot, "force_torques", [])),
         contact_links=tuple(_contact_links(robot)), contact_loads=tuple(_contact_loads(robot)),
         loop_joints=tuple(robot.loop_joints), rolling_wheels=tuple(robot.rolling_wheels),
-        unjudged_energy=_unjudged(robot), weight=_weight(robot),
+        constraint_links=tuple(_constraint_links(robot)), unjudged_energy=_unjudged(robot), weight=_weight(robot),
     )
 
 
@@ -353,6 +357,23 @@ def _shape_record(shape) -> tuple:
     points = () if hull is None else tuple(float(v) for v in np.asarray(hull, float).ravel())
     return (shape.shape, tuple(float(v) for v in shape.size), tuple(float(v) for v in shape.xyz),
             tuple(float(v) for v in np.asarray(shape.rotation, float).ravel()), points)
+
+
+def _constraint_links(robot) -> list[tuple[str, tuple[str, ...]]]:
+    """(name, links) of every component that adds constraints: the links it joins (a loop joint's
+    parent and child, a rolling wheel's link, a mimic joint's links and those of the joint it
+    follows), on which its constraint forces act."""
+    found = []
+    for component in list(robot.walk())[1:]:
+        own = getattr(component, "_system", None)
+        if own is None or not (own.holonomic_constraints or own.nonholonomic_constraints):
+            continue
+        mimicked = getattr(component, "mimicked", None)
+        owners = (component, mimicked) if mimicked is not None else (component,)
+        links = [getattr(owner, name, None) for owner in owners for name in ("parent", "child", "wheel")]
+        names = tuple(dict.fromkeys(link.name for link in links if link is not None and link.name in robot.links))
+        found.append((component.name, names))
+    return found
 
 
 def _contact_links(robot) -> list[tuple[str, str | None]]:

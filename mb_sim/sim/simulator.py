@@ -376,6 +376,11 @@ class Simulator:
         """Names of the constraints enforced now (the others are released)."""
         return self._constraints.enabled_names()
 
+    def constraints_on(self, link: str) -> list[str]:
+        """Names of the constraints acting on `link` (a loop joint at it, its rolling wheel, a mimic
+        joint moving it), enabled or not: Karana's per-body query.  ValueError for an unknown link."""
+        return self._constraints.on_link(link, self.facts.constraint_links)
+
     def constraint_system(self) -> ConstraintSystem:
         """Every constraint row at the current state: A, b, c (Karana's Gamma is -c), the
         multipliers and the generalized constraint forces (see :class:`ConstraintSystem`)."""
