@@ -91,10 +91,11 @@ class CPrinter(C99CodePrinter):
             return f"{int(expr)}.0"
         if expr.is_Rational:
             return f"({expr.p}.0/{expr.q}.0)"
-        value = float(expr)
-        if not math.isfinite(value):
+        try:
+            value = float(expr)
+        except TypeError:  # complex infinity: SymPy's spelling
             return super()._print(expr)
-        return repr(value)
+        return repr(value) if math.isfinite(value) else super()._print(expr)
 
     def _print_Max(self, expr) -> str:
         """fmax's result, inline (mb_fmax: fmax is a library call without -ffinite-math-only)."""

@@ -117,7 +117,7 @@ class CompiledModel(NumericModel):
                 report(self._progress, f"{self.name}: calls run the optimized build now ({build.library_path.name})")
                 return
         warnings.warn(f"model {self.name!r}: the optimized build failed ({build.failure}); it runs on the "
-                      f"quick build ({self.library_path.name}), 2-5x slower", OptimizedBuildWarning, stacklevel=3)
+                      f"quick build ({self.library_path.name}), 3-10x slower", OptimizedBuildWarning, stacklevel=3)
 
     def _install_force_law(self) -> None:
         if self._optimized_build is not None:

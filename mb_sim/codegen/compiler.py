@@ -43,7 +43,7 @@ def host_flags(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> tuple[str, ...]:
 #: that would set errno, which nothing reads.
 COMPILE_FLAGS = ("-std=c99", "-O2", "-fno-math-errno", *host_flags(), "-shared", "-fPIC")
 #: A first load's quick build (mb_sim.codegen.tiers): the same C unoptimized compiles about 5x
-#: faster (G1: 3.4 s of gcc CPU instead of 16.5 s) and runs 2-5x slower, with the same results bit
+#: faster (G1: 3.4 s of gcc CPU instead of 16.5 s) and runs 3-10x slower, with the same results bit
 #: for bit (gcc keeps IEEE evaluation order at every level; no flag here contracts or reassociates).
 QUICK_FLAGS = tuple("-O0" if flag == "-O2" else flag for flag in COMPILE_FLAGS)
 #: How much faster a quick build compiles than an optimized one (the progress line's estimate).

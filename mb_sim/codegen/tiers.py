@@ -3,7 +3,7 @@ the optimized build when a process of its own has made it.
 
 gcc's ``-O2`` is most of a large robot's first load (G1: 16.5 s of compiler CPU at ``-O2``, 3.4 s at
 ``-O0``).  So on a cache miss the C is compiled with :data:`~mb_sim.codegen.compiler.QUICK_FLAGS`
-and the model runs on that library (calls 2-5x slower) while ``python -m mb_sim.codegen.optimize``
+and the model runs on that library (calls 3-10x slower) while ``python -m mb_sim.codegen.optimize``
 builds the optimized one into the cache, niced.  A thread here waits for it; the model switches
 libraries at its next call (:class:`mb_sim.codegen.compiled.CompiledModel`).  Both libraries
 compute the same results bit for bit (same C, IEEE arithmetic at both levels, nothing contracted

@@ -371,7 +371,8 @@ def _constraint_links(robot) -> list[tuple[str, tuple[str, ...]]]:
         mimicked = getattr(component, "mimicked", None)
         owners = (component, mimicked) if mimicked is not None else (component,)
         links = [getattr(owner, name, None) for owner in owners for name in ("parent", "child", "wheel")]
-        names = tuple(dict.fromkeys(link.name for link in links if link is not None and link.name in robot.links))
+        names = tuple(dict.fromkeys(name for name in (getattr(link, "name", None) for link in links)
+                                    if name in robot.links))
         found.append((component.name, names))
     return found
 
