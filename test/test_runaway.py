@@ -383,7 +383,7 @@ def test_the_watch_starts_again_after_set_state_parameters_and_inputs(cache_dir)
     sim.set_parameters({"gravity_g": 2.0})  # V = -m g z rises by 7.8 J x cos(q)
     sim.advance(0.5)
     sim.set_efforts({"hinge": 5.0})
-    assert sim.runaway.energy_unwatched == "efforts or voltages are not zero"
+    assert sim.runaway.energy_unwatched == "inputs (efforts, voltages, wrenches) are not zero"
     sim.advance(0.5)
     sim.set_efforts({"hinge": 0.0})
     assert sim.runaway.energy_unwatched is None

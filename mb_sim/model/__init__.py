@@ -24,6 +24,7 @@ _EXPORTS = {
     "CoordinateConstraint": "mb_sim.model.closures",
     "INPUT_KINDS": "mb_sim.model.base",
     "Input": "mb_sim.model.base",
+    "ExternalWrench": "mb_sim.model.wrench",
     "FixedJoint": "mb_sim.model.joints",
     "FloatingJoint": "mb_sim.model.joints",
     "Gravity": "mb_sim.model.loads",

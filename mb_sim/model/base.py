@@ -26,8 +26,9 @@ __all__ = ["ComponentBase", "ConnectionBase", "ConstraintRow", "INPUT_KINDS", "I
            "ComponentError", "applied_loads", "symbol_name"]
 
 #: The kinds of input a component can add (:meth:`ComponentBase.inputs`), in the order the
-#: equations of motion take them: commanded joint efforts [N m or N], motor voltages [V].
-INPUT_KINDS = ("effort", "voltage")
+#: equations of motion take them: commanded joint efforts [N m or N], motor voltages [V], external
+#: wrenches on links [N, N m] (:mod:`mb_sim.model.wrench`).
+INPUT_KINDS = ("effort", "voltage", "wrench")
 
 
 def symbol_name(symbol: Basic) -> str:
@@ -43,7 +44,8 @@ class ComponentError(TypeError):
 class Input:
     """One input a component adds: a commanded quantity of `kind` (one of :data:`INPUT_KINDS`),
     the dynamic symbol `symbol` the equations take, addressed by `name` (a joint for efforts, a
-    motor for voltages) and acting on joint `joint`; commands are clamped to +-`limit` (inf: none)."""
+    motor for voltages, ``<link>.<component>`` for a wrench) and acting on joint `joint` (a
+    wrench: on link `joint`); commands are clamped to +-`limit` (inf: none)."""
 
     kind: str
     symbol: Basic

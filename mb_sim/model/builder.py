@@ -21,6 +21,7 @@ from mb_sim.model.registry import component_class
 from mb_sim.model.robot import Robot
 from mb_sim.model.springs import SpringDamper
 from mb_sim.model.wheels import RollingWheel
+from mb_sim.model.wrench import ExternalWrench
 from mb_sim.urdf import ComponentSpec, RobotDescription, URDFError, URDFWarning, parse_urdf
 from mb_sim.urdf.collision import contact_effective_mass, self_collision_pairs
 from mb_sim.urdf.errors import warn_user
@@ -30,7 +31,8 @@ __all__ = ["build_robot", "load_urdf"]
 
 
 def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
-              xacro_args: Mapping[str, object] | None = None, ground: bool | str | Iterable[str] = False) -> Robot:
+              xacro_args: Mapping[str, object] | None = None, ground: bool | str | Iterable[str] = False,
+              wrench_links: Iterable[str] = ()) -> Robot:
     """Parse a URDF (file path or XML text) into a robot model with all define steps run.
 
     A ``.xacro`` file (or text using xacro markup) is expanded first with `xacro_args`, e.g.
@@ -50,7 +52,8 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_bas
     ``<collision>`` shapes then touch it (:mod:`mb_sim.model.contact`).  `ground` given as link
     names (``ground=["left_foot", "right_foot"]``) makes only their shapes touch it (the file's
     ground or the default one), as ``<ground links="left_foot right_foot"/>`` does: a humanoid's
-    many mesh shapes otherwise make code too large to compile.
+    many mesh shapes otherwise make code too large to compile.  `wrench_links` take an external
+    wrench (six inputs each: :mod:`mb_sim.model.wrench`), as ``<mb_sim><external_wrench link>`` does.
 
     Raises
     ------
@@ -58,7 +61,7 @@ def load_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_bas
         The URDF cannot be simulated; the message names the file and the element.
     """
     description = parse_urdf(path_or_xml, strict=strict, floating_base=floating_base, xacro_args=xacro_args,
-                             ground=ground)
+                             ground=ground, wrench_links=wrench_links)
     check_model_size(description.source, description.name, description.joints, description.root,
                      constraint_rows(description))
     robot = build_robot(description)
@@ -102,6 +105,8 @@ def build_robot(description: RobotDescription) -> Robot:
             joint.add_load_group(JointLimitStop(joint.name, jd.limit.lower, jd.limit.upper))
     for spring in description.extensions.joint_springs:
         robot.joints[spring.joint].add_load_group(JointSpring(spring.name, spring))
+    for link in description.extensions.wrench_links:
+        robot.links[link].add_load_group(ExternalWrench(f"{link}_wrench"))
     for spec in description.components:
         _attach_component(robot, spec, description.source)
     return robot

@@ -95,11 +95,14 @@ class Robot(ModelBase):
 
     def collect_inputs(self, kind: str | None = None) -> list[Input]:
         """Every component's inputs (:meth:`ComponentBase.inputs`), or those of `kind`: by kind in
-        :data:`INPUT_KINDS` order, each kind in joint order (the order the equations take them)."""
+        :data:`INPUT_KINDS` order, each kind in joint order (wrenches in link order; the order the
+        equations take them)."""
         order = {name: k for k, name in enumerate(self.joints)}
+        link_order = {name: k for k, name in enumerate(self.links)}
         found = [i for component in self.walk() for i in component.inputs()]
-        _check_inputs(found, self.joints)
-        found = sorted(found, key=lambda i: (INPUT_KINDS.index(i.kind), order.get(i.joint, len(order))))
+        _check_inputs(found, self.joints, self.links)
+        found = sorted(found, key=lambda i: (INPUT_KINDS.index(i.kind), (link_order if i.kind == "wrench" else order)
+                                             .get(i.joint, len(order))))
         return [i for i in found if kind in (None, i.kind)]
 
     def submodels(self) -> tuple[ModelBase, ...]:
@@ -262,13 +265,17 @@ def _connected_links(connection: ConnectionBase) -> set[str] | None:
     return None
 
 
-def _check_inputs(inputs: list[Input], joints: dict) -> None:
+def _check_inputs(inputs: list[Input], joints: dict, links: dict) -> None:
     """Inputs are addressed by name: an effort by its joint's (one per joint), a voltage by its
-    motor's (one per motor); each acts on a joint of the robot."""
+    motor's (one per motor); each acts on a joint of the robot, a wrench on a link."""
     owners: dict[tuple[str, str], Input] = {}
     for i in inputs:
         who = f"{type(i.component).__name__} {getattr(i.component, 'name', '?')!r}"
-        if i.joint not in joints or (i.kind == "effort" and i.name != i.joint):
+        if i.kind == "wrench":
+            if i.joint not in links:
+                raise ComponentError(f"{who}: its wrench input {i.name!r} must act on a link of the robot "
+                                     f"(link {i.joint!r})")
+        elif i.joint not in joints or (i.kind == "effort" and i.name != i.joint):
             raise ComponentError(f"{who}: its {i.kind} input {i.name!r} must act on a joint of the robot"
                                  + (" and be named after it" if i.kind == "effort" else "") + f" (joint {i.joint!r})")
         other = owners.setdefault((i.kind, i.name), i)

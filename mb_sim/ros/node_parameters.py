@@ -66,6 +66,7 @@ class NodeParameters:
     ros2_control_topics: bool
     disabled_constraints: tuple
     objects: tuple = ()
+    wrench_links: tuple = ()
 
 
 def descriptor(description: str, numeric: bool = False, bounded: str | None = None) -> ParameterDescriptor:
@@ -113,6 +114,10 @@ _DECLARED = {
                 "'name=cube shape=box size=0.05,0.05,0.05 mass=0.1 xyz=0.5,0,0.025' or 'name=cup urdf=/path/cup.urdf "
                 "xyz=0.4,0,0.8' (keys: name shape size mass xyz rpy urdf fixed friction rgba). They join the robot "
                 "description (TF, RViz) and touch the robot, each other and the ground.", False, None),
+    "wrench_links": (Parameter.Type.STRING_ARRAY, "Links that take pushes: each gets ~/apply_wrench/<link> "
+                     "(geometry_msgs/WrenchStamped: force at the link's origin and torque, in the world's frame or the "
+                     "link's, held until the next message; a zero wrench ends it), as <mb_sim><external_wrench "
+                     "link> declares.", False, None),
     "record_file": ("", "Record commands in and states out to this MCAP file from the start (mb-sim replay re-runs "
                         "it); ~/record starts and stops recordings at run time.", False, None),
     "publish_clock": (True, "Publish /clock (sim time). With several simulation nodes in one system, let one of them "
@@ -175,6 +180,7 @@ def read_parameters(node) -> NodeParameters:
         ros2_control_topics=value("ros2_control_topics") is not False,
         disabled_constraints=tuple(_unset_or(node, "disabled_constraints", list) or ()),
         objects=_objects(node),
+        wrench_links=tuple(_unset_or(node, "wrench_links", list) or ()),
     )
 
 

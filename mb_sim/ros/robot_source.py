@@ -234,25 +234,29 @@ def _log_repairs(log, robot: Robot, parameter: str) -> None:
 
 
 def load_options(params: NodeParameters, scene: bool | None = None) -> dict:
-    """load_urdf's keywords: ``strict``, ``ground``, and ``floating_base`` unless the source is a
+    """load_urdf's keywords: ``strict``, ``ground``, ``wrench_links``, and ``floating_base`` unless the source is a
     composed scene (`scene`; None: ``objects`` were given), whose robot got its joint there."""
     scene = bool(params.objects) if scene is None else scene
-    return {"strict": params.strict, "ground": params.ground, "floating_base": params.floating_base and not scene}
+    return {"strict": params.strict, "ground": params.ground, "floating_base": params.floating_base and not scene,
+            "wrench_links": list(params.wrench_links)}
 
 
 def simulator_options(params: NodeParameters, initial_positions: dict[str, float], scene: bool | None = None) -> dict:
     """Simulator keyword arguments from parameters: ``default_effort_limit``, the
     ``initial_positions`` given (a recording's replay assembles the model the same way), and how
-    the URDF was loaded (``floating_base``, ``ground``: a replay loads the recorded URDF so)."""
+    the URDF was loaded (``floating_base``, ``ground``, ``wrench_links``: a replay loads the recorded URDF so)."""
     load = load_options(params, scene)
     return {"default_effort_limit": params.default_effort_limit, "servo_frequency": params.servo_frequency,
             "servo_feed_forward": params.servo_feed_forward, "initial_positions": dict(initial_positions),
-            "floating_base": load["floating_base"], "ground": params.ground}
+            "floating_base": load["floating_base"], "ground": params.ground, "wrench_links": load["wrench_links"]}
 
 
 def build_options(params: NodeParameters, initial_positions: dict[str, float], scene: bool | None = None) -> dict:
-    """The keywords the node builds its Simulator with (but ``progress``)."""
-    return {"dt": params.dt, "backend": BACKEND, **simulator_options(params, initial_positions, scene)}
+    """The keywords the node builds its Simulator with (but ``progress``); its robot model has the
+    wrench links already (``load_options``)."""
+    options = simulator_options(params, initial_positions, scene)
+    del options["wrench_links"]
+    return {"dt": params.dt, "backend": BACKEND, **options}
 
 
 def build_simulator(node, params: NodeParameters, robot: Robot, parameter: str,

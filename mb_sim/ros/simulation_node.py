@@ -107,7 +107,8 @@ class SimulationNode(Node):
         self._sensors = self._sensor_publishers(sim, tree)
         self._state_topics = StatePublishers(self, session, params, tree, messages, self._sensors, self._ros2_control,
                                            source.topic)
-        self._commands = CommandTopics(self, session, lambda: self._ticks.locked_step())
+        self._commands = CommandTopics(self, session, lambda: self._ticks.locked_step(), params.world_frame,
+                                       {edge.child_link: edge.child_frame for edge in [*tree.moving, *tree.static]})
         self._ros2_control.serve(self, session, self._commands)
         self._recording = NodeRecording(self, session, params, self.urdf_text, self.period_steps,
                                         self._recording_settings)
@@ -216,7 +217,8 @@ class SimulationNode(Node):
                 "ros2_control": {"interfaces": {joint: list(interfaces) for joint, interfaces
                                                 in router.ros2_control.items()},
                                  "ignored": sorted(router.ros2_control_ignored)},
-                "joint_states_topic": self._state_topics.joints.topic_name}
+                "joint_states_topic": self._state_topics.joints.topic_name,
+                "wrench_frames": dict(router.wrench_frames)}
 
     def _on_session(self, event: str, **details) -> None:
         """What the node does on the session's events (:data:`mb_sim.session.session.EVENTS`):

@@ -35,6 +35,10 @@ def log_start(log, sim: Simulator, params: NodeParameters, ros2_control: Ros2Con
                  f"~/voltage_joint_commands (volts in effort); their states on {MOTOR_STATES_TOPIC}")
     else:
         log.info("~/voltage_commands: no joint has a motor, every voltage command will be rejected")
+    if sim.wrench_links:
+        log.info(f"pushes on ~/apply_wrench/<link> for [{', '.join(sim.wrench_links)}] (geometry_msgs/WrenchStamped: "
+                 "force at the link's origin and torque, frame_id the world's or the link's; held until the next "
+                 "message, a zero wrench ends it)")
     for name, service in constraint_services.items():
         state = "enabled" if sim.constraint_enabled(name) else "disabled"
         log.info(f"constraint '{name}' ({state}): switch it with {service} (std_srvs/SetBool)")

@@ -23,7 +23,8 @@ from mb_sim.sim import Simulator
 from mb_sim.sim.servos import Segment
 from mb_sim.sim.trajectory import TrajectoryError, joint_segments
 
-__all__ = ["COMMAND_TOPICS", "CommandRouter", "MAX_TRAJECTORY_POINTS", "ROS2_CONTROL_TOPIC"]
+__all__ = ["COMMAND_TOPICS", "CommandRouter", "MAX_TRAJECTORY_POINTS", "ROS2_CONTROL_TOPIC", "WRENCH_COMMAND",
+           "command_type"]
 
 #: Most points one ~/joint_trajectory message may hold (100 s at 1 kHz): its segments are built
 #: on arrival, so a longer one would hold the node for seconds and its memory.
@@ -41,6 +42,21 @@ COMMAND_TOPICS = {
 #: The handler key of the commands of ros2_control's topic-based hardware (its topic is the
 #: ``joint_commands_topic`` of the URDF's ``<ros2_control>``, not one of COMMAND_TOPICS).
 ROS2_CONTROL_TOPIC = "ros2_control_commands"
+
+
+#: The handler key of a push on link ``<link>`` is ``apply_wrench/<link>`` (its topic
+#: ``~/apply_wrench/<link>``), its message a geometry_msgs/WrenchStamped.
+WRENCH_COMMAND, WRENCH_TYPE = "apply_wrench/", "geometry_msgs/msg/WrenchStamped"
+
+
+def command_type(kind: str) -> str | None:
+    """The message type of command `kind` (a key of COMMAND_TOPICS, ROS2_CONTROL_TOPIC or a push);
+    None for no known kind."""
+    if kind in COMMAND_TOPICS:
+        return COMMAND_TOPICS[kind]
+    if kind == ROS2_CONTROL_TOPIC:
+        return "sensor_msgs/msg/JointState"
+    return WRENCH_TYPE if kind.startswith(WRENCH_COMMAND) and len(kind) > len(WRENCH_COMMAND) else None
 
 
 def _seconds(time) -> float:
@@ -62,10 +78,37 @@ class CommandRouter:
         self.motorized = {joint: motor for motor, joint in sim.motor_joints.items()}  # joint -> motor
         self.ros2_control: dict[str, tuple[str, ...]] = {}  # joint -> command interfaces (serve_ros2_control)
         self.ros2_control_ignored: set[str] = set()
+        #: A push's frame_id -> the frame its components are in: "world" or a link (see _on_apply_wrench).
+        self.wrench_frames: dict[str, str] = {"": "world", "world": "world", **{link: link for link in sim.wrench_links}}
 
     def handle(self, topic: str, message, now: float) -> None:
-        """Apply `message` of command topic `topic` (a key of COMMAND_TOPICS) at command time `now`."""
+        """Apply `message` of command topic `topic` (a key of COMMAND_TOPICS, or ``apply_wrench/<link>``)
+        at command time `now`."""
+        if topic.startswith(WRENCH_COMMAND):
+            self._on_apply_wrench(topic[len(WRENCH_COMMAND):], message)
+            return
         getattr(self, f"_on_{topic}")(message, now)
+
+    def _on_apply_wrench(self, link: str, message) -> None:
+        """Push `link` with a WrenchStamped, held until the next one on its topic (a zero wrench
+        ends it): force at the link's origin, components in the frame ``header.frame_id`` names
+        (``wrench_frames``: empty or the world's, or the link's own TF frame)."""
+        frame = self.wrench_frames.get(message.header.frame_id)
+        if frame not in ("world", link):
+            known = ", ".join(repr(f) for f, target in self.wrench_frames.items() if target in ("world", link))
+            raise CommandError("frame", f"push on link {link!r}: frame_id {message.header.frame_id!r} is neither the "
+                                        f"world's nor the link's (frame_ids taken: {known})")
+        w = message.wrench
+        force, torque = (w.force.x, w.force.y, w.force.z), (w.torque.x, w.torque.y, w.torque.z)
+        current = list(self.sim.wrenches.pushes)
+        try:
+            self.sim.clear_wrenches(link)
+            if any(force) or any(torque):
+                self.sim.apply_wrench(link, force, torque, "world" if frame == "world" else link)
+        except ValueError as err:
+            self.sim.wrenches.pushes = current
+            self.sim.wrenches.write_at(self.sim.time)
+            raise CommandError("wrench", str(err)) from None
 
     def _on_effort_commands(self, message, now: float) -> None:
         self.efforts.set_all(effort_array(message.data, self.sim.actuated_joints, self.motorized), now)

@@ -42,7 +42,8 @@ class CommandError(ValueError):
     ``duplicate_motor``, ``too_many`` (more names than the robot has inputs), ``no_interface`` (a
     ros2_control command on an interface its joint lacks), ``no_value`` (a
     joint with no value on any interface), ``no_servo`` (a position or velocity for a joint
-    without a servo)."""
+    without a servo), ``frame`` (a push in a frame neither the world's nor its link's),
+    ``wrench`` (a push :meth:`~mb_sim.sim.Simulator.apply_wrench` refuses)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

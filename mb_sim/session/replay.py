@@ -36,7 +36,7 @@ from mcap.stream_reader import breakup_chunk
 from mcap_ros2.decoder import DecoderFactory
 
 from mb_sim.session import MAX_ADVANCE_STEPS, Session
-from mb_sim.session.command_router import COMMAND_TOPICS, ROS2_CONTROL_TOPIC
+from mb_sim.session.command_router import command_type
 from mb_sim.session.commands import CommandError
 from mb_sim.session.recorder import EVENTS_TOPIC, FORMAT, RECORDING_TOPIC
 from mb_sim.sim import SimulationError, Simulator
@@ -269,7 +269,7 @@ def _check_header(header: dict) -> dict:
     get = lambda key, kind: _typed(_key(header, key, where), kind, f"{where} key {key!r}")  # noqa: E731
     options = get("simulator", dict)
     allowed = {"default_effort_limit", "servo_frequency", "servo_feed_forward", "initial_positions", "floating_base",
-               "ground"}
+               "ground", "wrench_links"}
     for key in set(options) - allowed:
         raise ValueError(f"{where} key 'simulator': unknown option {key!r}")
     simulator = {}
@@ -280,6 +280,9 @@ def _check_header(header: dict) -> dict:
     for key in ("floating_base", "ground"):  # how the recorded URDF was loaded
         if key in options:
             simulator[key] = _typed(options[key], bool, f"simulator.{key}")
+    if "wrench_links" in options:
+        links = _typed(options["wrench_links"], list, "simulator.wrench_links")
+        simulator["wrench_links"] = [_typed(link, str, "simulator.wrench_links[]") for link in links]
     if options.get("servo_feed_forward") is not None:  # None: the simulator's default for the robot
         simulator["servo_feed_forward"] = _typed(options["servo_feed_forward"], bool, "simulator.servo_feed_forward")
     if "initial_positions" in options:
@@ -292,7 +295,7 @@ def _check_header(header: dict) -> dict:
         raise ValueError(f"state.initial: expected [q, u, z, time], got {len(initial)} items")
     topics = get("command_topics", dict)
     for topic, kind in topics.items():
-        if kind not in COMMAND_TOPICS and kind != ROS2_CONTROL_TOPIC:
+        if not isinstance(kind, str) or command_type(kind) is None:
             raise ValueError(f"{where} key 'command_topics': topic {topic}: unknown kind {_show(kind)}")
     return {"physics_dt": _number(_key(header, "physics_dt", where), "physics_dt", *PHYSICS_DT),
             "time": _number(_key(header, "time", where), "time", 0.0, MAX_TIME),
@@ -308,7 +311,9 @@ def _check_header(header: dict) -> dict:
             "commands": _check_commands(get("commands", dict)),
             "command_topics": topics,
             "ros2_control": _check_ros2_control(header.get("ros2_control", {"interfaces": {}, "ignored": []})),
-            "joint_states_topic": get("joint_states_topic", str)}
+            "joint_states_topic": get("joint_states_topic", str),
+            "wrench_frames": {_typed(k, str, "wrench_frames key"): _typed(v, str, f"wrench_frames.{k}")
+                              for k, v in _typed(header.get("wrench_frames", {}), dict, "wrench_frames").items()}}
 
 
 def _check_ros2_control(recorded) -> dict:
@@ -437,6 +442,7 @@ class _Replay:
             self.session = Session(self.sim, command_timeout=settings["command_timeout"],
                                    allow_partial=settings["allow_partial"], start_paused=True, clock=_no_wall_clock)
             self.session.router.restore(settings["commands"], 0.0)
+            self.session.router.wrench_frames.update(settings["wrench_frames"])
             self.session.router.serve_ros2_control(settings["ros2_control"]["interfaces"],
                                                    settings["ros2_control"]["ignored"], hold=False)
         except (ValueError, TypeError, KeyError, SimulationError) as err:
@@ -448,7 +454,7 @@ class _Replay:
         """One message of the recording, in file order."""
         if topic in self.commands:
             kind = self.commands[topic]
-            command = messages.decode(topic, type_name, data, COMMAND_TOPICS.get(kind, "sensor_msgs/msg/JointState"))
+            command = messages.decode(topic, type_name, data, command_type(kind))
             self._advance_to(time)
             try:
                 self.session.command(self.commands[topic], command)

@@ -1,7 +1,7 @@
 """Carry a running simulation into another simulator of the same robot in another scene (after
 an object is spawned or deleted): sim time, the coordinates, speeds and electrical states named
 alike, the parameters (what the user changed, and the defaults the old scene sized), the inputs
-held, servo gains, modes and plans, and which constraints are switched off.
+held, the pushes acting, servo gains, modes and plans, and which constraints are switched off.
 What only the new one has (a spawned object) keeps its start; what only the old one had is
 dropped.  The state is put back bit for bit (:meth:`Simulator.restore`), not projected, so a
 robot resting or moving goes on exactly where it was."""
@@ -27,6 +27,8 @@ def carry_state(old: Simulator, new: Simulator) -> None:
     new.restore(q, u, z, old.time)
     _carry_inputs(old, new)
     _carry_servos(old, new)
+    new.wrenches.pushes = [p for p in old.wrenches.pushes if p.link in new.wrench_links]  # world components
+    new.wrenches.write_at(new.time)
 
 
 def _carry_parameters(old: Simulator, new: Simulator) -> None:

@@ -26,6 +26,7 @@ from mb_sim.sim.robot_model import RobotModel
 from mb_sim.sim.runaway import RunawayWatch
 from mb_sim.sim.servos import JointServos
 from mb_sim.sim.stiction_anchors import move_anchors
+from mb_sim.sim.wrenches import ExternalWrenches
 
 __all__ = ["INTEGRATORS", "MAX_STEPS_PER_CALL", "FixedStepRK4", "AdaptiveSciPy", "Steppable", "stepper"]
 
@@ -60,6 +61,7 @@ class Steppable(Protocol):
     runaway: RunawayWatch
     servos: JointServos
     manifolds: ContactManifolds
+    wrenches: ExternalWrenches
 
     def failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
         """The error for failure `code` of the numeric model at the (restored) current state."""
@@ -96,6 +98,8 @@ class FixedStepRK4:
                 if manifolds is not None:  # coal finds the contacts before every step
                     manifolds.refresh(start + done * dt)
                     chunk = 1
+                if sim.wrenches.active:  # a push's inputs: held while they stay the same
+                    chunk = min(chunk, sim.wrenches.write_step(start + done * dt, dt))
                 if sim.servos.active:  # a trajectory's next segment starts with the first step after it
                     upcoming = sim.servos.refresh(start + done * dt)
                     if upcoming < math.inf:
@@ -122,6 +126,19 @@ class AdaptiveSciPy:
         self.method = method
 
     def advance(self, sim: Steppable, duration: float) -> None:
+        """`duration` in one call of ``solve_ivp`` per interval over which the pushes (the wrench
+        inputs) stay the same, each followed by the projection and the runaway checks."""
+        end = sim.time + duration
+        while sim.wrenches.active:
+            change = sim.wrenches.write_at(sim.time)
+            if change >= end:
+                break
+            self._advance(sim, change - sim.time)
+            sim.time = change
+        self._advance(sim, end - sim.time)
+        sim.time = end
+
+    def _advance(self, sim: Steppable, duration: float) -> None:
         """`duration` in one call of ``solve_ivp``, then the projection and the runaway checks."""
         from scipy.integrate import solve_ivp  # here: importing it costs 0.45 s, and most runs use rk4
 

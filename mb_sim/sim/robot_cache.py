@@ -2,7 +2,7 @@
 robot compiled before needs is read from files.
 
 An entry ``<robot>-<key>.robot.json`` in the model cache (``~/.cache/mb_sim``) is keyed by the
-URDF's text (a xacro's expansion), the load options (``floating_base``, ``ground``), where the
+URDF's text (a xacro's expansion), the load options (``floating_base``, ``ground``, ``wrench_links``), where the
 file is (messages name it), the package search path, and a stamp of mb_sim's own code (its
 files' sizes and times: an upgraded or edited mb_sim derives again).  It holds the simulator's
 :class:`~mb_sim.sim.robot_facts.RobotFacts`, the compiled model's
@@ -100,12 +100,15 @@ def bundle(loaded: LoadedRobot) -> RobotBundle:
 
 
 def load_robot(robot, *, floating_base: bool = False, xacro_args=None, ground=False, backend: str = "c",
-               cache_dir=None, progress: Progress = None) -> LoadedRobot:
+               cache_dir=None, progress: Progress = None, wrench_links=()) -> LoadedRobot:
     """The facts and numeric model of `robot`: a :class:`mb_sim.model.Robot`, a
     :class:`RobotBundle`, or a URDF path or text (loaded as :func:`mb_sim.model.load_urdf` loads
     it), from an entry where there is one."""
     from mb_sim.urdf.xacro_expansion import is_xacro
 
+    if wrench_links and not isinstance(robot, (str, os.PathLike)):
+        raise ValueError("wrench_links need the robot as a URDF path or text (a robot model: attach "
+                         "mb_sim.model.ExternalWrench load groups to its links before defining it)")
     if isinstance(robot, RobotBundle):
         return robot.install(cache_dir, progress)
     if isinstance(robot, LoadedRobot):  # another simulator of the same robot: its own buffers
@@ -125,11 +128,15 @@ def load_robot(robot, *, floating_base: bool = False, xacro_args=None, ground=Fa
         warn_user(f"{source}: xacro_args ignored: not a xacro file", URDFWarning)
         xacro_args = None
     options = {"floating_base": bool(floating_base), "ground": _ground_option(ground)}
+    wrench_links = [wrench_links] if isinstance(wrench_links, str) else [str(n) for n in wrench_links]
+    if wrench_links:  # only then: the keys of robots loaded without stay as they were
+        options["wrench_links"] = list(dict.fromkeys(wrench_links))
 
     def rebuild():
         from mb_sim.model import load_urdf
 
-        return load_urdf(robot, floating_base=floating_base, xacro_args=xacro_args, ground=ground)
+        return load_urdf(robot, floating_base=floating_base, xacro_args=xacro_args, ground=ground,
+                         wrench_links=wrench_links)
 
     if backend != "c":
         return _from_model(rebuild(), backend, cache_dir, progress)

@@ -46,7 +46,8 @@ class JointFacts:
 
 @dataclass(frozen=True)
 class InputFacts:
-    """One input: its name (a joint for efforts, a motor for voltages), the joint it acts on, its limit."""
+    """One input: its name (a joint for efforts, a motor for voltages, ``<link>.<component>`` for
+    a wrench), the joint it acts on (a wrench: the link), its limit."""
 
     name: str
     joint: str
@@ -141,7 +142,8 @@ class ForceTorqueFacts:
     side: tuple[str, ...]
 
 
-_NESTED = {"joints": JointFacts, "efforts": InputFacts, "voltages": InputFacts, "stops": StopFacts,
+_NESTED = {"joints": JointFacts, "efforts": InputFacts, "voltages": InputFacts, "wrenches": InputFacts,
+           "stops": StopFacts,
            "motors": MotorFacts, "springs": SpringFacts, "anchors": AnchorFacts, "imus": ImuFacts,
            "manifolds": ManifoldFacts,
            "force_torques": ForceTorqueFacts}
@@ -184,6 +186,8 @@ class RobotFacts:
     unjudged_energy: str | None = None
     #: The robot's weight [N] (its links' masses under its gravity).
     weight: float = 0.0
+    #: The external wrench inputs (:mod:`mb_sim.model.wrench`), six per link, after the voltages.
+    wrenches: tuple[InputFacts, ...] = ()
 
     def joint(self, name: str) -> JointFacts:
         """Joint `name` (KeyError naming it otherwise)."""
@@ -286,6 +290,7 @@ def robot_facts(robot) -> RobotFacts:
         contact_links=tuple(_contact_links(robot)), contact_loads=tuple(_contact_loads(robot)),
         loop_joints=tuple(robot.loop_joints), rolling_wheels=tuple(robot.rolling_wheels),
         constraint_links=tuple(_constraint_links(robot)), unjudged_energy=_unjudged(robot), weight=_weight(robot),
+        wrenches=tuple(InputFacts(i.name, i.joint, float(i.limit)) for i in robot.collect_inputs("wrench")),
     )
 
 
@@ -460,13 +465,13 @@ def unknown_component(robot) -> str | None:
     It knows the types conservative with their potential in E, dissipative, ideal constraints, or
     fed through the inputs it looks at."""
     from mb_sim.model import (
-        BodyContact, CoordinateConstraint, DCMotor, FixedJoint, FloatingJoint, Gravity, GroundContact, JointDissipation,
+        BodyContact, CoordinateConstraint, DCMotor, ExternalWrench, FixedJoint, FloatingJoint, Gravity, GroundContact, JointDissipation,
         JointEffort, JointLimitStop, JointSpring, LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink,
         Robot, RollingWheel, SpringDamper,
     )
 
     known = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint, Gravity,
              JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper, LoopJoint,
-             CoordinateConstraint, RollingWheel, GroundContact, BodyContact)
+             CoordinateConstraint, RollingWheel, GroundContact, BodyContact, ExternalWrench)
     unknown = [c for c in robot.walk() if type(c) not in known]
     return f"component {unknown[0].name!r} ({type(unknown[0]).__name__}) may feed power in" if unknown else None

@@ -25,8 +25,9 @@ class RobotModel:
         The robot's facts (:class:`~mb_sim.sim.robot_facts.RobotFacts`).
     coordinate_names, speed_names, electrical_state_names, parameter_names
         In the order of ``q``, ``u``, ``z`` and the parameters.
-    actuated_joints, motors
-        Joints taking an effort (the first inputs), DC motors taking a voltage (the others).
+    actuated_joints, motors, wrench_links
+        Joints taking an effort (the first inputs), DC motors taking a voltage (the next), links
+        taking an external wrench (six inputs each, the last).
     motor_joints
         Each motor's joint.
     rated_effort_limits, voltage_limits
@@ -59,6 +60,7 @@ class RobotModel:
     dependent_coordinates: tuple[int, ...]
     constraint_names: tuple[str, ...]
     parameter_defaults: np.ndarray
+    wrench_links: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, facts: RobotFacts, numeric_model) -> RobotModel:
@@ -72,7 +74,8 @@ class RobotModel:
                    MappingProxyType({i.name: i.joint for i in facts.voltages}),
                    _frozen([i.limit for i in facts.efforts]), _frozen([i.limit for i in facts.voltages]),
                    MappingProxyType(one_dof), angles, tuple(numeric_model.dependent_coordinates),
-                   tuple(numeric_model.constraint_names), _frozen(numeric_model.parameter_values))
+                   tuple(numeric_model.constraint_names), _frozen(numeric_model.parameter_values),
+                   tuple(dict.fromkeys(i.joint for i in facts.wrenches)))
 
     @property
     def name(self) -> str:

@@ -20,7 +20,7 @@ free fall passes 9.81 m/s after a second), so they bound nothing by default; ``s
 (the smaller of the two) for a robot whose limits are physical.  What a runaway reaches is far
 beyond either (it grows by orders of magnitude per step).
 
-**Energy without input power.**  While nothing feeds power in (all efforts and voltages zero, no
+**Energy without input power.**  While nothing feeds power in (all efforts, voltages and wrenches zero, no
 joint servo acting, no user force law, no spring-damper with a velocity offset, no component the
 watch does not know, e.g. a user's load group) the robot's energy cannot rise:
 
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from mb_sim.codegen.numeric_model import NumericModel
 
 __all__ = [
+    "check_runaway_options",
     "ENERGY_CHECK_STEPS", "ENERGY_FLOOR", "ENERGY_TOLERANCE", "MAX_TURN_PER_STEP", "ROBOT_SIZE_FLOOR",
     "RunawayWatch", "SpeedBound", "resolution_bounds", "robot_size", "speed_bounds", "unknown_component",
 ]
@@ -228,7 +229,7 @@ class RunawayWatch:
             return self._blocked
         if self._servo[0] > 0:
             return "joint servos are active"
-        return "efforts or voltages are not zero" if any(self._inputs.tolist()) else None
+        return "inputs (efforts, voltages, wrenches) are not zero" if any(self._inputs.tolist()) else None
 
     def restart(self) -> None:
         """Forget the energy measured so far: the state, parameters or constraints were changed
@@ -345,3 +346,19 @@ class RunawayWatch:
             f"{where}: the integration is unstable (a stiffness too high for the time step?); "
             "use a smaller dt or an adaptive integrator",
             time, None if culprit is None else self._speed_names[culprit])
+
+
+def check_runaway_options(default_effort_limit: float | None, speed_limit_factor: float | None,
+                           default_speed_bounds: tuple[float, float] | None) -> None:
+    """ValueError naming the option unless each is a positive number (or None where allowed)."""
+    if default_effort_limit is not None and not (math.isfinite(default_effort_limit) and default_effort_limit > 0):
+        raise ValueError(f"default_effort_limit must be a positive finite number or None, got {default_effort_limit}")
+    if speed_limit_factor is not None and not (math.isfinite(speed_limit_factor) and speed_limit_factor >= 0):
+        raise ValueError(f"speed_limit_factor must be a positive finite number (None: URDF velocity limits bound "
+                         f"nothing; 0: no speed check), got {speed_limit_factor}")
+    if default_speed_bounds is None:
+        return
+    bounds = tuple(default_speed_bounds)
+    if len(bounds) != 2 or not all(b > 0 for b in bounds):  # (inf: unbounded; NaN fails the test)
+        raise ValueError(f"default_speed_bounds must be two positive numbers (rotational rad/s, translational "
+                         f"m/s), got {default_speed_bounds!r}")

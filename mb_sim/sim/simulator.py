@@ -21,6 +21,7 @@ from mb_sim.codegen.errors import FACTORIZATION_FAILURES, FactorizationError
 from mb_sim.sim.constraint_kinematics import ConstraintKinematics
 from mb_sim.sim.errors import SimulationError
 from mb_sim.sim.failures import failure
+from mb_sim.sim.force_laws import connect_force_laws
 from mb_sim.sim.force_torque import ForceTorqueSet, Wrench
 from mb_sim.sim.imu import ImuNoise, ImuReading, ImuSet
 from mb_sim.sim.inputs import Inputs
@@ -31,7 +32,7 @@ from mb_sim.sim.outputs import ConstraintErrors, ConstraintReaction, ConstraintS
 from mb_sim.sim.robot_cache import RobotBundle, load_robot
 from mb_sim.sim.robot_cache import bundle as robot_bundle
 from mb_sim.sim.robot_model import RobotModel
-from mb_sim.sim.runaway import RunawayWatch, resolution_bounds, speed_bounds
+from mb_sim.sim.runaway import RunawayWatch, check_runaway_options, resolution_bounds, speed_bounds
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.start import StartAssembly
 from mb_sim.sim.state import STATE_MAGNITUDE, SimulationState, assign_named, check_kept, vector
@@ -40,6 +41,7 @@ from mb_sim.urdf.scene import SceneObject, compose_scene
 from mb_sim.sim.stiction_anchors import move_anchors
 from mb_sim.sim.stiff_dissipation import stiff_joints
 from mb_sim.sim.stops import STOP_FREQUENCY, JointStops, smallest_effective_inertia
+from mb_sim.sim.wrenches import ExternalWrenches
 
 if TYPE_CHECKING:
     from mb_sim.model import Robot
@@ -89,6 +91,9 @@ class Simulator:
         0: no speed check).  ``speed_bounds`` lists them.
     check_energy
         Whether an energy rising while no power is put in stops the simulation as a runaway.
+    wrench_links
+        Links that take an external wrench (a push: :meth:`apply_wrench`), loaded as
+        ``<mb_sim><external_wrench link>`` loads them (a URDF path or text only).
     servo_frequency, servo_feed_forward
         The joint servos' default gains (natural frequency [Hz], critically damped) and whether
         they add the computed-torque feed-forward (see ``servos``, :mod:`mb_sim.sim.servos`); None
@@ -121,7 +126,8 @@ class Simulator:
                  check_energy: bool = True, servo_frequency: float = SERVO_FREQUENCY,
                  servo_feed_forward: bool | None = None, initial_positions: Mapping[str, float] | None = None,
                  floating_base: bool = False, xacro_args: Mapping[str, object] | None = None,
-                 ground: bool | str | Sequence[str] = False, objects: Sequence[SceneObject] = ()) -> None:
+                 ground: bool | str | Sequence[str] = False, objects: Sequence[SceneObject] = (),
+                 wrench_links: Sequence[str] = ()) -> None:
         self._stepper = stepper(integrator)  # ValueError naming the choices
         if objects:  # a scene: the robot and the objects in one URDF (mb_sim.urdf.scene)
             if not isinstance(robot, (str, os.PathLike)):
@@ -132,9 +138,9 @@ class Simulator:
         for name, tolerance in (("rtol", rtol), ("atol", atol)):
             if not (math.isfinite(tolerance) and tolerance > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {tolerance}")
-        _check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
+        check_runaway_options(default_effort_limit, speed_limit_factor, default_speed_bounds)
         self._loaded = load_robot(robot, floating_base=floating_base, xacro_args=xacro_args, ground=ground,
-                                  backend=backend, cache_dir=cache_dir, progress=progress)
+                                  backend=backend, cache_dir=cache_dir, progress=progress, wrench_links=wrench_links)
         self.facts = facts = self._loaded.facts  # what is read of the robot (mb_sim.sim.robot_facts)
         self.model = self._loaded.model
         self.robot_model = robot = RobotModel.of(facts, self.model)
@@ -145,12 +151,14 @@ class Simulator:
         self.actuated_joints, self.motors = list(robot.actuated_joints), list(robot.motors)
         self.motor_joints = dict(robot.motor_joints)
         self._inputs = Inputs(robot, self.model.buffers.inputs, default_effort_limit)
+        self.wrench_links = list(robot.wrench_links)
+        self.wrenches = ExternalWrenches(robot, self.model.buffers.inputs)  # pushes (mb_sim.sim.wrenches)
         self.effort_limits, self.voltage_limits = self._inputs.effort_limits, self._inputs.voltage_limits
         kinematics = ConstraintKinematics(self.model, self.model.constraint_labels)
         self._constraints = NamedConstraints(self.model, kinematics, self.state)
         self._outputs = OutputReader(robot, self.model, self._constraints)
         self._stops = JointStops(robot, self.model.buffers.params)
-        self._connect_force_laws()
+        connect_force_laws(self.model)
         defaults = resolution_bounds(facts, dt) if default_speed_bounds is None else tuple(default_speed_bounds)
         bounds = speed_bounds(facts, defaults, speed_limit_factor) if speed_limit_factor != 0 else []
         self.runaway = RunawayWatch(facts, self.model, self.parameter_names, self.speed_names,
@@ -229,26 +237,8 @@ class Simulator:
     @property
     def voltages(self) -> np.ndarray:
         """Applied motor voltages (after clamping), in ``motors`` order."""
-        return self.model.buffers.inputs[len(self.actuated_joints):].copy()
-
-    def _connect_force_laws(self) -> None:
-        """Hand the model the registered force laws its user-law springs name."""
-        if not self.model.force_laws:
-            return
-        from mb_sim.model import force_law
-
-        laws = []
-        for spring, name in self.model.force_laws:
-            try:
-                laws.append((spring, force_law(name)))
-            except KeyError as err:
-                raise ValueError(f"spring-damper {spring!r}: {err.args[0]}") from None
-
-        def evaluate(index: int, t: float, delta: float, rate: float, k: float, d: float, f: float) -> float:
-            spring, law = laws[index]
-            return law(t, spring, delta, rate, k, d, f)
-
-        self.model.set_force_law(evaluate)
+        n = len(self.actuated_joints)
+        return self.model.buffers.inputs[n:n + len(self.motors)].copy()
 
     @property
     def dependent_coordinates(self) -> list[str]:
@@ -269,6 +259,7 @@ class Simulator:
     def reset(self) -> None:
         """Back to the initial state (the first ``set_state`` or the neutral one), time 0."""
         self.state.reset()
+        self.wrenches.clear()
         self.manifolds.clear()
         self.manifolds.refresh(self.time)
         self.servos.clear()
@@ -427,6 +418,21 @@ class Simulator:
         order; each is clamped to the motor's voltage limit."""
         self._inputs.set_voltages(voltages)
 
+    def apply_wrench(self, link: str, force: Sequence[float] = (0.0, 0.0, 0.0),
+                     torque: Sequence[float] = (0.0, 0.0, 0.0), frame: str = "world",
+                     duration: float | None = None) -> None:
+        """Push `link` from now for `duration` seconds (None: until :meth:`clear_wrenches`): a
+        `force` [N] at the link's origin and a `torque` [N m], components in `frame` ("world" or
+        the link's name: turned into the world's once, now); pushes add.  The link must take a
+        wrench (``wrench_links``).  See :mod:`mb_sim.sim.wrenches`."""
+        pose = (lambda: self.outputs(dynamics=False).link_poses[link][:3, :3]) if frame == link else None
+        self.wrenches.add(link, force, torque, frame, pose, self.time, duration)
+        self.wrenches.write_at(self.time)
+
+    def clear_wrenches(self, link: str | None = None) -> None:
+        """End the pushes on `link` (None: on every link) now."""
+        self.wrenches.clear(link)
+
     def set_parameters(self, values: Mapping[str, float]) -> None:
         """Change parameters by name (e.g. ``{"tool_m": 2.0}``) at run time."""
         params = self.model.buffers.params
@@ -476,7 +482,6 @@ class Simulator:
                            feed_forward=servo_feed_forward)
 
     # -- time stepping ------------------------------------------------------------------------
-    # -- time stepping ------------------------------------------------------------------------
     def step(self) -> None:
         """Advance one physics step ``dt``."""
         self.advance(self.dt)
@@ -491,6 +496,8 @@ class Simulator:
         if duration < 0:
             raise ValueError(f"duration must not be negative, got {duration}")
         self._stepper.advance(self, duration)
+        if self.wrenches.active:  # the inputs as they are now (a push that ended: zero)
+            self.wrenches.write_at(self.time)
 
     def failure(self, code: int, at: float | None = None, detail: str = "") -> SimulationError:
         """The error for failure `code` of the numeric model at the (restored) current state (see
@@ -581,19 +588,3 @@ class Simulator:
         if self.servos.active:
             self.servos.refresh(self.time)
         return self._sensor_set(kind).read(self.time, names)
-
-
-def _check_runaway_options(default_effort_limit: float | None, speed_limit_factor: float | None,
-                           default_speed_bounds: tuple[float, float] | None) -> None:
-    """ValueError naming the option unless each is a positive number (or None where allowed)."""
-    if default_effort_limit is not None and not (math.isfinite(default_effort_limit) and default_effort_limit > 0):
-        raise ValueError(f"default_effort_limit must be a positive finite number or None, got {default_effort_limit}")
-    if speed_limit_factor is not None and not (math.isfinite(speed_limit_factor) and speed_limit_factor >= 0):
-        raise ValueError(f"speed_limit_factor must be a positive finite number (None: URDF velocity limits bound "
-                         f"nothing; 0: no speed check), got {speed_limit_factor}")
-    if default_speed_bounds is None:
-        return
-    bounds = tuple(default_speed_bounds)
-    if len(bounds) != 2 or not all(b > 0 for b in bounds):  # (inf: unbounded; NaN fails the test)
-        raise ValueError(f"default_speed_bounds must be two positive numbers (rotational rad/s, translational "
-                         f"m/s), got {default_speed_bounds!r}")

@@ -253,6 +253,9 @@ class Extensions:
     self_collision: "SelfCollisionDescription | None" = None
     #: Contact parameters by link (``<mb_sim><contact>``, Gazebo and pybullet tags).
     link_contacts: dict = field(default_factory=dict)
+    #: Links taking an external wrench as inputs (``<mb_sim><external_wrench link>``, or the
+    #: loader's ``wrench_links``), in order, each once.
+    wrench_links: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,11 @@ def _dc_motor(raw: ET.Element, source: str) -> DCMotorDescription:
         voltage_limit=e.number("voltage_limit", float("inf"), positive=True))
 
 
+def _external_wrench(raw: ET.Element, source: str) -> str:
+    """``<external_wrench link="..."/>``: the link takes a wrench as inputs (mb_sim.model.wrench)."""
+    return _Element(raw, source, ("link",)).text("link")
+
+
 def _rolling_wheel(raw: ET.Element, source: str) -> RollingWheelDescription:
     e = _Element(raw, source, ("name", "link", "radius"))
     found = e.children(("axis",))
@@ -431,7 +436,8 @@ def _self_collision(raw: ET.Element, source: str) -> SelfCollisionDescription:
 _READERS = {"loop_joint": _loop_joint, "coordinate_constraint": _coordinate_constraint,
             "spring_damper": _spring_damper, "joint_spring": _joint_spring, "dc_motor": _dc_motor,
             "rolling_wheel": _rolling_wheel, "contact_pair": _contact_pair, "imu": _imu,
-            "self_collision": _self_collision, "force_torque": _force_torque, "contact": _contact}
+            "self_collision": _self_collision, "force_torque": _force_torque, "contact": _contact,
+            "external_wrench": _external_wrench}
 
 
 def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
@@ -469,4 +475,5 @@ def read_extensions(elements: list[ET.Element], source: str) -> Extensions:
                       found["rolling_wheel"], grounds[0] if grounds else None,
                       contact_pairs=found["contact_pair"], imus=found["imu"], force_torques=found["force_torque"],
                       self_collision=found["self_collision"][0] if found["self_collision"] else None,
-                      link_contacts={c.link: c for c in found["contact"]})
+                      link_contacts={c.link: c for c in found["contact"]},
+                      wrench_links=tuple(dict.fromkeys(found["external_wrench"])))

@@ -82,7 +82,7 @@ NO_LIMIT_ABOVE = 1e9
 
 def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_base: bool = False,
                xacro_args: Mapping[str, object] | None = None,
-               ground: bool | str | Iterable[str] = False) -> RobotDescription:
+               ground: bool | str | Iterable[str] = False, wrench_links: Iterable[str] = ()) -> RobotDescription:
     """Parse and validate a URDF given as a file path or as XML text.
 
     A ``.xacro`` file, or text using xacro markup, is expanded first with `xacro_args` (the
@@ -106,6 +106,7 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     ``collisions``; those no contact uses are in ``skipped_collisions`` with the reason.  `ground`
     given as link names (a list, or one string separated by white space) is ``<ground
     links="...">``: only those links' shapes touch the plane (the file's or the default one).
+    `wrench_links` take an external wrench as inputs, as ``<mb_sim><external_wrench link>`` does.
 
     Raises
     ------
@@ -136,6 +137,7 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
               for joint in robot.joints]
     if floating_base:
         _float_root(source, links, joints)
+    extensions = _with_wrench_links(extensions, wrench_links, source, links)
     description = validate(robot.name or "robot", source, links, joints, components, extensions, strict=strict)
     if floating_base:
         _check_floating_root(description)
@@ -148,6 +150,20 @@ def parse_urdf(path_or_xml: str | os.PathLike, strict: bool = False, floating_ba
     if ground or extensions.ground is not None or extensions.contact_pairs or extensions.self_collision is not None:
         description = _with_contacts(description, root, source if os.path.isfile(source) else None, ground)
     return description
+
+
+def _with_wrench_links(extensions: Extensions, wrench_links: Iterable[str], source: str, links: list) -> Extensions:
+    """`extensions` with the loader's `wrench_links` added (each link once); an unknown link is
+    refused by name."""
+    names = [wrench_links] if isinstance(wrench_links, str) else [str(n) for n in wrench_links]
+    known = [link.name for link in links]
+    for name in names:
+        if name not in known:
+            raise URDFError(source, f"wrench_links '{name}'", f"no such link (links: {', '.join(known)})")
+    merged = tuple(dict.fromkeys([*extensions.wrench_links, *names]))
+    if WORLD_LINK in merged:
+        raise URDFError(source, f"wrench_links '{WORLD_LINK}'", "the world frame cannot be pushed; name a link of the robot")
+    return dataclasses.replace(extensions, wrench_links=merged)
 
 
 def _with_ros2_control_sensors(extensions: Extensions, root: ET.Element, source: str, robot) -> Extensions:

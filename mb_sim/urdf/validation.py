@@ -207,6 +207,10 @@ def _check_extensions(source: str, extensions: Extensions, links: dict[str, Link
                                                "it needs a one-DoF joint (revolute, continuous or prismatic)")
     _check_motors_and_wheels(source, extensions, joints)
     _check_imus(source, extensions, links)
+    for link in extensions.wrench_links:
+        if link not in links:
+            raise URDFError(source, f"mb_sim external_wrench link=\"{link}\"",
+                            f"link '{link}' does not exist (links: {', '.join(links)})")
 
 
 def _check_imus(source: str, extensions: Extensions, links: dict[str, LinkDescription]) -> None:
