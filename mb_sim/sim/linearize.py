@@ -14,6 +14,11 @@ derivatives (f(x + i h e_j) has imaginary part h f_j' to rounding, nothing is su
 the model's generated NumPy programs, whose expressions are analytic; the constrained
 accelerations are solved as the simulator solves them (the Schur complement of the enabled rows).
 
+A floating base's unit quaternion Q is replaced by a rotation vector r in its child frame,
+Q = Q0 (x) exp(r / 2) about the point's Q0 (the tangent chart: dQ = 1/2 L(Q0) [0; I] dr, and
+dr = 2 vec(Q0* (x) dQ)), so the minimal system has as many coordinates as speeds and a floating
+body's orientation error is a small rotation about its own axes (``<joint>_rx``, ``_ry``, ``_rz``).
+
 Equilibria: at u = 0 with q given, the inputs r (and electrical states z) that make u' = 0 and
 z' = 0 solve F(q, 0, z, r) = A^T lam, z'(q, 0, z, r) = 0, linear in (r, z, lam).
 """
@@ -32,7 +37,7 @@ from mb_sim.codegen.numpy_backend import NumpyModel
 from mb_sim.symbolic import derive_equations
 from mb_sim.symbolic.rank import independent_rows
 
-__all__ = ["Linearization", "LinearizationError", "linearize", "equilibrium", "Equilibrium"]
+__all__ = ["Linearization", "LinearizationError", "linearize", "equilibrium", "Equilibrium", "input_names"]
 
 #: The complex step: far below rounding, so the derivative is exact to rounding.
 STEP = 1e-30
@@ -64,6 +69,24 @@ class Linearization:
     outputs: list[str] = field(default_factory=list)
     C: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     D: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    #: The chart's picks: per minimal state, ("q", index in q) or ("r", quaternion start, axis), ("u", index), ("z", index).
+    picks: list = field(default_factory=list)
+
+    def deviation(self, q: Sequence[float], u: Sequence[float], z: Sequence[float] = ()) -> np.ndarray:
+        """The minimal state of the full state (q, u, z) less the point's, through the chart: a
+        quaternion's deviation as the rotation vector 2 vec(Q0* (x) Q) (sign chosen so the
+        rotation is the short way)."""
+        q0, values, out = np.array(list(self.point["q"].values())), {"q": q, "u": u, "z": z}, []
+        for pick in self.picks:
+            if pick[0] != "r":
+                kind, k = pick
+                base = np.array(list(self.point[kind].values()))
+                out.append(float(values[kind][k]) - float(base[k]))
+                continue
+            _, start, axis = pick
+            relative = _left(_conjugate(q0[start:start + 4])) @ np.asarray(q[start:start + 4], dtype=float)
+            out.append(2.0 * float(np.copysign(1.0, relative[0]) * relative[1 + axis]))
+        return np.array(out)
 
     @property
     def eigenvalues(self) -> np.ndarray:
@@ -128,6 +151,46 @@ def _orthonormal(matrix: np.ndarray, tolerance: float) -> np.ndarray:
         return np.zeros((matrix.shape[0], 0))
     left, singular, _ = np.linalg.svd(matrix, full_matrices=False)
     return left[:, singular > tolerance]
+
+
+def _left(quaternion) -> np.ndarray:
+    """L(Q) with Q (x) P = L(Q) P, quaternions as (w, x, y, z)."""
+    w, x, y, z = quaternion
+    return np.array([[w, -x, -y, -z], [x, w, -z, y], [y, z, w, -x], [z, -y, x, w]])
+
+
+def _conjugate(quaternion) -> np.ndarray:
+    w, x, y, z = quaternion
+    return np.array([w, -x, -y, -z])
+
+
+class _Chart:
+    """The tangent chart of the coordinates at `q` (see the module docstring): ``to_q`` (n_q x
+    n_c) maps chart deviations to coordinate deviations, ``from_q`` (n_c x n_q) coordinate rates
+    to chart rates; ``names`` and ``picks`` name and locate each chart coordinate."""
+
+    def __init__(self, q: np.ndarray, quaternion_starts: Sequence[int], coordinate_names: Sequence[str]) -> None:
+        starts = set(quaternion_starts)
+        n_q = len(q)
+        n_c = n_q - len(starts)
+        self.to_q, self.from_q = np.zeros((n_q, n_c)), np.zeros((n_c, n_q))
+        self.names, self.picks, self.chart_index = [], [], {}
+        k = c = 0
+        while k < n_q:
+            if k in starts:
+                q0 = np.real(np.asarray(q[k:k + 4], dtype=complex))
+                self.to_q[k:k + 4, c:c + 3] = 0.5 * _left(q0)[:, 1:]
+                self.from_q[c:c + 3, k:k + 4] = 2.0 * _left(_conjugate(q0))[1:, :]
+                stem = coordinate_names[k].removesuffix("qw").removesuffix("_")
+                self.names += [f"{stem}_r{a}" for a in "xyz"]
+                self.picks += [("r", k, a) for a in range(3)]
+                k, c = k + 4, c + 3
+                continue
+            self.to_q[k, c] = self.from_q[c, k] = 1.0
+            self.names.append(coordinate_names[k])
+            self.picks.append(("q", k))
+            self.chart_index[k] = c
+            k, c = k + 1, c + 1
 
 
 class _Rates:
@@ -209,26 +272,26 @@ def linearize(sim, positions: Mapping[str, float] | None = None, velocities: Map
               outputs: Sequence[str] = ()) -> Linearization:
     """Linearize `sim`'s robot about the state with `positions`/`velocities` (joint or coordinate
     names; the rest: the simulator's current state) and `inputs` (efforts by joint, voltages by
-    motor; others 0).  `input_kind` "effort", "voltage" or "all" picks the columns of B.
+    motor, wrench components by :func:`input_names`; others 0).  `input_kind` "effort",
+    "voltage", "wrench" or "all" picks the columns of B.  A floating base's orientation is three
+    rotation coordinates in its tangent chart (see the module docstring).
     `outputs` (rows of C, D): joint names (their position), coordinate or speed names, dependent
     ones included, or ``<link>.x``, ``.y``, ``.z`` (a link frame's origin in the world)."""
     rates = _Rates(sim)
     q, u, z = _state_at(sim, positions, velocities)
     r = _inputs(sim, inputs or {})
     rates.keep_independent_rows(q, u, z, r)
-    n_q, n_u = len(q), len(u)
-    if n_q != n_u:
-        raise LinearizationError(f"robot '{sim.robot.name}' has {n_q} coordinates for {n_u} speeds (a quaternion "
-                                 "floating base): linearization supports bases without quaternions (planar, fixed)")
+    chart = _Chart(q, sim.model.projection.quaternion_starts, sim.coordinate_names)
+    n_c, n_u = len(chart.names), len(u)
     f = rates.rates
-    jq, ju, jz, jr = (rates.jacobian(f, [q, u, z, r], k) for k in range(4))
-    embedding = _embedding(rates, sim, q, u, z, r)
-    e_q, h_u, g_u, iq, iu, dq, du = embedding
-    rows = iq + [n_q + k for k in iu] + [n_q + n_u + k for k in range(len(z))]
+    in_chart = scipy.linalg.block_diag(chart.from_q, np.eye(n_u + len(z)))  # coordinate rates -> chart rates
+    jq, ju, jz, jr = (in_chart @ rates.jacobian(f, [q, u, z, r], k) for k in range(4))
+    e_q, h_u, g_u, iq, iu, dq, du = _embedding(rates, sim, q, u, z, r, chart)
+    rows = iq + [n_c + k for k in iu] + [n_c + n_u + k for k in range(len(z))]
     a = np.hstack([jq @ e_q + ju @ g_u, ju @ h_u, jz])[rows]
     columns = _input_columns(sim, input_kind)
-    names = [*sim.actuated_joints, *sim.motors]
-    coordinate, speed = sim.coordinate_names, sim.speed_names
+    names = input_names(sim)
+    coordinate, speed = chart.names, sim.speed_names
     c, d = _output_matrices(rates, sim, list(outputs), [q, u, z, r], e_q, h_u, g_u)
     return Linearization(
         A=np.real(a), B=np.real(jr[rows][:, columns]),
@@ -236,9 +299,10 @@ def linearize(sim, positions: Mapping[str, float] | None = None, velocities: Map
         inputs=[names[k] for k in columns],
         independent_coordinates=[coordinate[k] for k in iq], dependent_coordinates=[coordinate[k] for k in dq],
         independent_speeds=[speed[k] for k in iu], dependent_speeds=[speed[k] for k in du],
-        point={"q": dict(zip(coordinate, q.tolist())), "u": dict(zip(speed, u.tolist())),
-               "inputs": dict(zip(names, r.tolist()))},
-        outputs=list(outputs), C=c, D=d[:, columns])
+        point={"q": dict(zip(sim.coordinate_names, np.real(q).tolist())), "u": dict(zip(speed, u.tolist())),
+               "z": dict(zip(sim.electrical_state_names, z.tolist())), "inputs": dict(zip(names, r.tolist()))},
+        outputs=list(outputs), C=c, D=d[:, columns],
+        picks=[chart.picks[k] for k in iq] + [("u", k) for k in iu] + [("z", k) for k in range(len(z))])
 
 
 def _output_matrices(rates: _Rates, sim, outputs: list[str], point: list[np.ndarray], e_q, h_u, g_u):
@@ -280,20 +344,23 @@ def _select(kind: str, where, q, u, flat, rates: _Rates):
     return rates.view(flat, "link_poses")[row, 9 + axis]
 
 
-def _embedding(rates: _Rates, sim, q, u, z, r):
-    """E (dq/dq_I), H (du/du_I), G (du/dq_I) and the index splits (see the module docstring)."""
-    n_q, n_u = len(q), len(u)
+def _embedding(rates: _Rates, sim, q, u, z, r, chart: _Chart):
+    """E (dq/dq_I, q_I in the chart), H (du/du_I), G (du/dq_I) and the index splits, chart
+    indices for the coordinates (see the module docstring)."""
+    n_c, n_u = len(chart.names), len(u)
     flat = np.real(rates.outputs(q, u, z, r))
     on = rates.enabled
     n_h = sim.model.layout.blocks["phi"].shape[0]
     holonomic = on[:n_h]
-    phi_q = rates.view(flat, "phi_jacobian")[holonomic]
-    dq = _split(phi_q, sim.model.dependent_coordinates, "holonomic")
-    iq = [k for k in range(n_q) if k not in dq]
-    e_q = np.zeros((n_q, len(iq)))
-    e_q[iq, range(len(iq))] = 1.0
+    phi_c = rates.view(flat, "phi_jacobian")[holonomic] @ chart.to_q
+    preferred = [chart.chart_index[k] for k in sim.model.dependent_coordinates if k in chart.chart_index]
+    dq = _split(phi_c, preferred, "holonomic")
+    iq = [k for k in range(n_c) if k not in dq]
+    e_c = np.zeros((n_c, len(iq)))
+    e_c[iq, range(len(iq))] = 1.0
     if dq:
-        e_q[dq] = -np.linalg.solve(phi_q[:, dq], phi_q[:, iq])
+        e_c[dq] = -np.linalg.solve(phi_c[:, dq], phi_c[:, iq])
+    e_q = chart.to_q @ e_c
     a = rates.view(flat, "constraint_matrix")[on]
     du = _split(a, dq, "velocity")  # a one-DoF joint's coordinate and speed share their index
     iu = [k for k in range(n_u) if k not in du]
@@ -310,36 +377,48 @@ def _embedding(rates: _Rates, sim, q, u, z, r):
     return e_q, h_u, g_u, iq, iu, dq, du
 
 
+def input_names(sim) -> list[str]:
+    """The names of the model's inputs, in its order: efforts by joint, voltages by motor, wrench
+    components as ``<link>.force_x`` ... ``<link>.torque_z``."""
+    return [*sim.actuated_joints, *sim.motors, *(i.name for i in sim.facts.wrenches)]
+
+
 def _inputs(sim, values: Mapping[str, float]) -> np.ndarray:
-    """The input vector (efforts, then voltages) with `values` by joint or motor name."""
-    names = [*sim.actuated_joints, *sim.motors]
-    r = np.zeros(len(names))
+    """The input vector (efforts, voltages, wrenches) with `values` by name (:func:`input_names`)."""
+    r = np.zeros(len(input_names(sim)))
     for name, value in values.items():
-        if name not in names:
-            raise LinearizationError(f"{name!r} takes no input; inputs: {', '.join(names) or 'none'}")
-        r[names.index(name)] = float(value)
+        r[_input_index(sim, name)] = float(value)
     return r
 
 
+def _input_index(sim, name: str) -> int:
+    names = input_names(sim)
+    if name not in names:
+        raise LinearizationError(f"{name!r} takes no input; inputs: {', '.join(names) or 'none'}")
+    return names.index(name)
+
+
 def _input_columns(sim, kind: str) -> list[int]:
-    n_a, n_m = len(sim.actuated_joints), len(sim.motors)
-    columns = {"all": range(n_a + n_m), "effort": range(n_a), "voltage": range(n_a, n_a + n_m)}
+    n_a, n_m, n_w = len(sim.actuated_joints), len(sim.motors), len(sim.facts.wrenches)
+    columns = {"all": range(n_a + n_m + n_w), "effort": range(n_a), "voltage": range(n_a, n_a + n_m),
+               "wrench": range(n_a + n_m, n_a + n_m + n_w)}
     if kind not in columns:
-        raise LinearizationError(f"unknown inputs {kind!r}: effort, voltage or all")
-    if not columns[kind]:
+        raise LinearizationError(f"unknown inputs {kind!r}: effort, voltage, wrench or all")
+    if not columns[kind] and kind != "all":  # with none at all, B has no columns (A alone: stability)
         raise LinearizationError(f"robot '{sim.robot.name}' has no {kind} inputs")
     return list(columns[kind])
 
 
-def equilibrium(sim, positions: Mapping[str, float] | None = None, input_kind: str = "effort") -> Equilibrium:
-    """The inputs of `input_kind` ("effort" or "voltage") and electrical states that hold `sim`'s
-    robot still at `positions` (the rest: the current configuration), by least squares; the
-    residual says whether they do."""
+def equilibrium(sim, positions: Mapping[str, float] | None = None, input_kind: str = "effort",
+                inputs: Sequence[str] | None = None) -> Equilibrium:
+    """The inputs of `input_kind` ("effort", "voltage" or "wrench"; or the named `inputs`) and
+    electrical states that hold `sim`'s robot still at `positions` (the rest: the current
+    configuration), by least squares; the residual says whether they do."""
     rates = _Rates(sim)
     q, _, _ = _state_at(sim, positions, None)
     u = np.zeros(len(sim.u))
-    z, r = np.zeros(len(sim.z)), np.zeros(len(sim.actuated_joints) + len(sim.motors))
-    columns = _input_columns(sim, input_kind)
+    z, r = np.zeros(len(sim.z)), np.zeros(len(input_names(sim)))
+    columns = _input_columns(sim, input_kind) if inputs is None else [_input_index(sim, name) for name in inputs]
     rates.keep_independent_rows(q, u, z, r)
     on = rates.enabled
 
@@ -355,7 +434,7 @@ def equilibrium(sim, positions: Mapping[str, float] | None = None, input_kind: s
     system = np.hstack([jr, jz, reaction])
     solution, *_ = np.linalg.lstsq(system, -base, rcond=None)
     residual = float(np.max(np.abs(system @ solution + base), initial=0.0))
-    names = [*sim.actuated_joints, *sim.motors]
+    names = input_names(sim)
     n_r = len(columns)
     return Equilibrium({names[k]: float(v) for k, v in zip(columns, solution[:n_r])},
                        dict(zip(sim.electrical_state_names, solution[n_r:n_r + len(z)].tolist())),

@@ -2,8 +2,9 @@
 
 ``lqr_policy`` linearizes the robot (:mod:`mb_sim.sim.linearize`), keeps the inputs it may use,
 solves the continuous algebraic Riccati equation with SciPy and returns the state feedback
-``r = r_eq - K (x - x_eq)`` on the minimal state (independent joint positions and speeds): what
-a controller needs, by joint name, with no ROS in it.
+``r = r_eq - K (x - x_eq)`` on the minimal state (independent joint positions and speeds; a
+floating base's orientation as a rotation in its tangent chart): what a controller needs, by
+joint name (or from the full state, :meth:`LQRPolicy.command_state`), with no ROS in it.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class LQRPolicy:
     the order of ``gain``'s columns; ``inputs`` the joints (or motors) it commands.
     """
 
-    positions: list[str]
+    positions: list[str]  # joint names, or coordinate names where not a one-DoF joint's (chart: <joint>_rx...)
     speeds: list[str]
     inputs: list[str]
     point: np.ndarray
@@ -39,6 +40,13 @@ class LQRPolicy:
         state = np.array([positions[j] for j in self.positions] + [velocities[j] for j in self.speeds])
         return dict(zip(self.inputs, (self.equilibrium - self.gain @ (state - self.point)).tolist()))
 
+    def command_state(self, q, u, z=()) -> dict[str, float]:
+        """The inputs for the full state (q, u, z), through the linearization's chart (a floating
+        base's quaternion as its rotation from the point's)."""
+        deviation = self.linearization.deviation(np.asarray(q, dtype=float), np.asarray(u, dtype=float),
+                                                 np.asarray(z, dtype=float))
+        return dict(zip(self.inputs, (self.equilibrium - self.gain @ deviation).tolist()))
+
     @property
     def closed_loop_eigenvalues(self) -> np.ndarray:
         lin, columns = self.linearization, [self.linearization.inputs.index(i) for i in self.inputs]
@@ -47,8 +55,9 @@ class LQRPolicy:
 
 def lqr_policy(sim, point: Mapping[str, float], inputs: Sequence[str], state_weights: Sequence[float] | None = None,
                input_weights: Sequence[float] | None = None) -> LQRPolicy:
-    """The LQR of `sim`'s robot about the configuration `point` (joints at rest), commanding the
-    joints (or motors) `inputs`; weights default to identity."""
+    """The LQR of `sim`'s robot about the configuration `point` (joints or coordinates at rest;
+    the others as the simulator has them), commanding the joints, motors or wrench components
+    `inputs` (:func:`~mb_sim.sim.linearize.input_names`); weights default to identity."""
     lin = linearize(sim, point)
     missing = [name for name in inputs if name not in lin.inputs]
     if missing:
@@ -65,9 +74,10 @@ def lqr_policy(sim, point: Mapping[str, float], inputs: Sequence[str], state_wei
     gain = np.linalg.solve(r, b.T @ riccati)
     joint_of = {sim.coordinate_names[i]: joint for joint, (i, _) in sim.joint_indices.items()}
     joint_of |= {sim.speed_names[k]: joint for joint, (_, k) in sim.joint_indices.items()}
-    coordinates = [joint_of[name] for name in lin.independent_coordinates]
-    speeds = [joint_of[name] for name in lin.independent_speeds]
-    held = equilibrium(sim, point, "effort")
-    values = np.array([point.get(j, 0.0) for j in coordinates] + [0.0] * len(speeds))
+    coordinates = [joint_of.get(name, name) for name in lin.independent_coordinates]
+    speeds = [joint_of.get(name, name) for name in lin.independent_speeds]
+    held = equilibrium(sim, point, inputs=list(inputs))
+    values = np.array([float(lin.point["q"].get(name, point.get(j, 0.0))) for j, name
+                       in zip(coordinates, lin.independent_coordinates)] + [0.0] * len(speeds))
     return LQRPolicy(coordinates, speeds, list(inputs), values,
                      np.array([held.inputs.get(name, 0.0) for name in inputs]), gain, lin)
