@@ -48,8 +48,8 @@ BAD_INPUTS = {
     "inf": (robot(link("a"), link("b"), joint("j", "a", "b", extra='<origin xyz="0 inf 0"/>')),
             "joint 'j' <origin xyz=\"0 inf 0\">: NaN or infinite"),
     "not a number": (robot(link("a", mass="heavy")), "link 'a' <mass value=\"heavy\">: not a number"),
-    "unsupported joint type": (robot(link("a"), link("b"), joint("j", "a", "b", kind="ball")),
-                               "joint 'j': unsupported joint type 'ball'"),
+    "unsupported joint type": (robot(link("a"), link("b"), joint("j", "a", "b", kind="screw")),
+                               "joint 'j': unsupported joint type 'screw'"),
     "zero axis": (robot(link("a"), link("b"),
                         '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
                         '<axis xyz="0 0 0"/></joint>'), "joint 'j' <axis>: axis is zero"),

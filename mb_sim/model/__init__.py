@@ -10,6 +10,7 @@ from mb_sim._lazy import lazy_exports
 #: Each public name and the module it is imported from on first use (light to import: see mb_sim._lazy).
 _EXPORTS = {
     "AuxiliaryDataHandler": "mb_sim.model.auxiliary",
+    "BallJoint": "mb_sim.model.joints",
     "BodyContact": "mb_sim.model.body_contact",
     "CONTACT_STATE": "mb_sim.model.contact",
     "GroundContact": "mb_sim.model.contact",

@@ -34,7 +34,7 @@ from mb_sim.model.requirement import ModelRequirement
 from mb_sim.urdf import JointDescription
 
 __all__ = [
-    "JointBase", "FixedJoint", "RevoluteJoint", "PrismaticJoint", "PlanarJoint", "FloatingJoint",
+    "JointBase", "BallJoint", "FixedJoint", "RevoluteJoint", "PrismaticJoint", "PlanarJoint", "FloatingJoint",
     "JOINT_CLASSES", "axis_basis",
 ]
 
@@ -58,6 +58,8 @@ class JointBase(ConnectionBase):
     speeds: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     #: Whether the child origin moves relative to the parent frame.
     translates: ClassVar[bool] = False
+    #: Index in ``q`` of the scalar part of the joint's unit quaternion (None: it has none).
+    quaternion_offset: ClassVar[int | None] = None
 
     def __init__(self, name: str, description: JointDescription) -> None:
         super().__init__(name)
@@ -239,10 +241,53 @@ class PlanarJoint(JointBase):
         child.origin.set_vel(self.parent.frame, vx * e1 + vy * e2)
 
 
+class BallJoint(JointBase):
+    """Three rotational degrees of freedom about the joint origin (URDF ``type="spherical"``, as
+    pybullet reads it, or ``"ball"``, Drake's); orientation by a unit quaternion, so no
+    configuration is singular (three revolutes lock at +-90 degrees)."""
+
+    coordinates = (("qw", "orientation quaternion, scalar part", "1"),
+                   ("qx", "orientation quaternion, x part", "1"),
+                   ("qy", "orientation quaternion, y part", "1"),
+                   ("qz", "orientation quaternion, z part", "1"))
+    speeds = (("wx", "angular velocity about the child frame's x", "rad/s"),
+              ("wy", "angular velocity about the child frame's y", "rad/s"),
+              ("wz", "angular velocity about the child frame's z", "rad/s"))
+    #: Index in ``q`` of the quaternion's scalar part.
+    quaternion_offset: ClassVar[int | None] = 0
+
+    def _place_child(self) -> None:
+        child, J = self.child, self.frame
+        child.frame.orient_quaternion(J, tuple(self.q))
+        wx, wy, wz = self.u
+        child.frame.set_ang_vel(J, wx * child.frame.x + wy * child.frame.y + wz * child.frame.z)
+        child.origin.set_pos(self.point, 0)
+        child.origin.set_vel(self.parent.frame, 0)
+
+    def _kdes(self) -> list:
+        return quaternion_kdes(self.q, self.u)
+
+
+def quaternion_kdes(q, w) -> list:
+    """q' = 1/2 q (x) (0, w) for a unit quaternion `q` (w, x, y, z) and the angular velocity `w`
+    in the rotated (child) frame."""
+    t = dynamicsymbols._t
+    qw, qx, qy, qz = q
+    wx, wy, wz = w
+    half = Rational(1, 2)
+    return [
+        qw.diff(t) + half * (qx * wx + qy * wy + qz * wz),
+        qx.diff(t) - half * (qw * wx + qy * wz - qz * wy),
+        qy.diff(t) - half * (qw * wy + qz * wx - qx * wz),
+        qz.diff(t) - half * (qw * wz + qx * wy - qy * wx),
+    ]
+
+
 class FloatingJoint(JointBase):
     """Six degrees of freedom; orientation by a unit quaternion (see the module docstring)."""
 
     translates = True
+    quaternion_offset: ClassVar[int | None] = 3
 
     coordinates = (("x", "position of the child origin along the joint frame's x", "m"),
                    ("y", "position of the child origin along the joint frame's y", "m"),
@@ -269,16 +314,9 @@ class FloatingJoint(JointBase):
 
     def _kdes(self) -> list:
         t = dynamicsymbols._t
-        x, y, z, qw, qx, qy, qz = self.q
-        vx, vy, vz, wx, wy, wz = self.u
-        half = Rational(1, 2)
-        return [
-            x.diff(t) - vx, y.diff(t) - vy, z.diff(t) - vz,
-            qw.diff(t) + half * (qx * wx + qy * wy + qz * wz),
-            qx.diff(t) - half * (qw * wx + qy * wz - qz * wy),
-            qy.diff(t) - half * (qw * wy + qz * wx - qx * wz),
-            qz.diff(t) - half * (qw * wz + qx * wy - qy * wx),
-        ]
+        x, y, z = self.q[:3]
+        vx, vy, vz = self.u[:3]
+        return [x.diff(t) - vx, y.diff(t) - vy, z.diff(t) - vz, *quaternion_kdes(self.q[3:], self.u[3:])]
 
 
 def axis_basis(axis: np.ndarray, frame: ReferenceFrame) -> tuple[Vector, Vector, Vector]:
@@ -305,5 +343,5 @@ def axis_basis(axis: np.ndarray, frame: ReferenceFrame) -> tuple[Vector, Vector,
 #: Component class per URDF joint type.
 JOINT_CLASSES: dict[str, type[JointBase]] = {
     "fixed": FixedJoint, "revolute": RevoluteJoint, "continuous": RevoluteJoint,
-    "prismatic": PrismaticJoint, "planar": PlanarJoint, "floating": FloatingJoint,
+    "prismatic": PrismaticJoint, "planar": PlanarJoint, "floating": FloatingJoint, "spherical": BallJoint,
 }

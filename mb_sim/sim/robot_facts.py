@@ -465,12 +465,12 @@ def unknown_component(robot) -> str | None:
     It knows the types conservative with their potential in E, dissipative, ideal constraints, or
     fed through the inputs it looks at."""
     from mb_sim.model import (
-        BodyContact, CoordinateConstraint, DCMotor, ExternalWrench, FixedJoint, FloatingJoint, Gravity, GroundContact, JointDissipation,
+        BallJoint, BodyContact, CoordinateConstraint, DCMotor, ExternalWrench, FixedJoint, FloatingJoint, Gravity, GroundContact, JointDissipation,
         JointEffort, JointLimitStop, JointSpring, LoopJoint, PlanarJoint, PrismaticJoint, RevoluteJoint, RigidLink,
         Robot, RollingWheel, SpringDamper,
     )
 
-    known = (Robot, RigidLink, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint, Gravity,
+    known = (Robot, RigidLink, BallJoint, FixedJoint, RevoluteJoint, PrismaticJoint, PlanarJoint, FloatingJoint, Gravity,
              JointEffort, JointDissipation, JointLimitStop, JointSpring, DCMotor, SpringDamper, LoopJoint,
              CoordinateConstraint, RollingWheel, GroundContact, BodyContact, ExternalWrench)
     unknown = [c for c in robot.walk() if type(c) not in known]

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sympy import Matrix, lambdify, zeros
 
-from mb_sim.model import FloatingJoint, Robot
+from mb_sim.model import Robot
 from mb_sim.symbolic.plain import PlainSymbols, robot_inputs
 from mb_sim.symbolic.rank import RANK_TOLERANCE, independent_rows
 
@@ -255,8 +255,8 @@ def _sample_configurations(robot: Robot, plain: PlainSymbols, phi: Matrix,
     seeded ones near it on its branch; and seeded ones drawn over the whole configuration space."""
     rng = np.random.default_rng(GENERIC_SEED)
     index = {dynamic: i for i, dynamic in enumerate(robot.system.q)}
-    quaternions = [[index[c] for c in joint.q[3:]] for joint in robot.joints.values()
-                   if isinstance(joint, FloatingJoint)]
+    quaternions = [[index[c] for c in joint.q[joint.quaternion_offset:joint.quaternion_offset + 4]]
+                   for joint in robot.joints.values() if joint.quaternion_offset is not None]
     parameters = robot.parameters
     phi_num = lambdify([plain.q], phi.xreplace(parameters), "numpy")
     jac_num = lambdify([plain.q], jacobian.xreplace(parameters), "numpy")

@@ -7,7 +7,7 @@ from typing import Callable
 from sympy import Matrix, zeros
 from sympy.physics.mechanics import dynamicsymbols
 
-from mb_sim.model import FloatingJoint, JointDissipation, Robot
+from mb_sim.model import JointDissipation, Robot
 from mb_sim.model.contact_law import contact_energy
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, EquationsOfMotion
@@ -108,7 +108,8 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         descriptions=descriptions,
         dependent_coordinates=constraints.dependent_coordinates, dependent_speeds=constraints.dependent_speeds,
         position_speeds=constraints.position_speeds, projection_speeds=constraints.projection_speeds,
-        quaternion_starts=[list(system.q).index(j.q[3]) for j in robot.joints.values() if isinstance(j, FloatingJoint)],
+        quaternion_starts=[list(system.q).index(j.q[j.quaternion_offset]) for j in robot.joints.values()
+                           if j.quaternion_offset is not None],
         constraint_names=constraints.names, redundant_constraints=constraints.redundant,
         constraint_labels=constraints.labels, constraint_independent=constraints.independent,
         generic_configurations=constraints.generic_configurations, spring_names=[s.name for s in springs],

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "COLLISION_SHAPES", "CollisionDescription", "ContactPairDescription", "GroundDescription", "IMUDescription", "SkippedCollision",
+    "COLLISION_SHAPES", "JOINT_TYPE_ALIASES", "CollisionDescription", "ContactPairDescription", "GroundDescription", "IMUDescription", "SkippedCollision",
     "ForceTorqueDescription",
     "ComponentSpec", "CoordinateConstraintDescription", "DCMotorDescription", "Extensions", "Inertial", "JointDescription",
     "JointLimit", "JointSpringDescription", "LinkContactDescription", "LinkDescription", "LoopJointDescription", "Marker",
@@ -21,7 +21,9 @@ __all__ = [
 ]
 
 #: Joint types mb_sim simulates, with their number of degrees of freedom.
-JOINT_TYPES = {"fixed": 0, "revolute": 1, "continuous": 1, "prismatic": 1, "planar": 3, "floating": 6}
+JOINT_TYPES = {"fixed": 0, "revolute": 1, "continuous": 1, "prismatic": 1, "planar": 3, "floating": 6, "spherical": 3}
+#: Joint types other tools write for one of JOINT_TYPES (Drake's ball joint is pybullet's spherical).
+JOINT_TYPE_ALIASES = {"ball": "spherical"}
 #: A root link with this name is the world frame.
 WORLD_LINK = "world"
 MOVING_JOINT_TYPES = frozenset(t for t, dof in JOINT_TYPES.items() if dof > 0)

@@ -22,7 +22,7 @@ import urdf_parser_py.xml_reflection.core as urdf_reflection
 from urdf_parser_py import urdf as urdf_model
 
 from mb_sim.urdf.description import (
-    JOINT_TYPES, WORLD_LINK, ComponentSpec, Extensions, GroundDescription, Inertial, JointDescription, JointLimit,
+    JOINT_TYPE_ALIASES, JOINT_TYPES, WORLD_LINK, ComponentSpec, Extensions, GroundDescription, Inertial, JointDescription, JointLimit,
     LinkDescription, Mimic, RobotDescription, SkippedCollision,
 )
 from mb_sim.urdf.collision import enclosed_shapes, ground_excluded, read_collisions
@@ -337,25 +337,60 @@ def _dynamics_elements(top: ET.Element):
 
 def _check_joint_types(root: ET.Element, source: str) -> None:
     for joint in root.findall("joint"):
-        kind = joint.get("type")
+        kind = JOINT_TYPE_ALIASES.get(joint.get("type"), joint.get("type"))
         if kind not in JOINT_TYPES:
             raise URDFError(source, _element_label(joint),
-                            f"unsupported joint type '{kind}' (supported: {', '.join(JOINT_TYPES)})")
+                            f"unsupported joint type '{kind}' (supported: {', '.join(JOINT_TYPES)}; "
+                            f"{', '.join(f'{a} for {t}' for a, t in JOINT_TYPE_ALIASES.items())})")
+        if kind == "spherical":
+            _check_ball_joint(joint, source)
+
+
+def _nonzero(text: str | None) -> bool:
+    """Whether an attribute's text is a number other than zero (_check_numbers judged it finite)."""
+    try:
+        return text is not None and float(text) != 0.0
+    except ValueError:
+        return True
+
+
+def _check_ball_joint(joint: ET.Element, source: str) -> None:
+    """What a spherical joint cannot honour is refused: position limits (a cone or per-axis
+    bounds are not defined for it), damping and friction, a mimic."""
+    label = _element_label(joint)
+    limit = joint.find("limit")
+    if limit is not None and ("lower" in limit.attrib or "upper" in limit.attrib):
+        raise URDFError(source, f"{label} <limit>", "a spherical joint takes no lower or upper position limit "
+                                                    "(its orientation has no angle to bound); remove them")
+    dynamics = joint.find("dynamics")
+    if dynamics is not None and any(_nonzero(dynamics.get(a)) for a in ("damping", "friction")):
+        raise URDFError(source, f"{label} <dynamics>", "damping and friction are not simulated on a spherical joint "
+                                                       "(only on revolute and prismatic ones); remove them")
+    if joint.find("mimic") is not None:
+        raise URDFError(source, f"{label} <mimic>", "a spherical joint cannot mimic another joint")
 
 
 def _parse_links_and_joints(root: ET.Element, source: str, warned: set[str]) -> urdf_model.URDF:
     """Run urdf_parser_py on the links, joints and materials; its complaints become warnings."""
     # The robot's name is only used in messages: a nameless robot is "robot", not refused.
     reduced = ET.Element("robot", {**root.attrib, "name": root.get("name") or "robot"})
+    balls = set()  # urdf_parser_py knows no spherical joint: read as floating, typed back below
     for element in root:
         if element.tag in ("link", "joint"):
             reduced.append(_without_appearance(element))
+            if element.tag == "joint" and JOINT_TYPE_ALIASES.get(element.get("type"), element.get("type")) == "spherical":
+                reduced[-1].set("type", "floating")
+                balls.add(element.get("name"))
     previous = urdf_reflection.on_error
     # 'Unknown attribute "D" in /robot/joint[...]': warn once per unknown name, not per joint.
     urdf_reflection.on_error = lambda message: _warn_once(
         warned, message.split(" in ")[0], f"{source}: {message} (ignored; said once per name)")
     try:
-        return urdf_model.URDF.from_xml_string(ET.tostring(reduced, encoding="unicode"))
+        robot = urdf_model.URDF.from_xml_string(ET.tostring(reduced, encoding="unicode"))
+        for joint in robot.joints:
+            if joint.name in balls:
+                joint.type = "spherical"
+        return robot
     except urdf_reflection.ParseError as err:
         raise URDFError(source, _xpath_label(err.path), str(err.e)) from None
     except (AssertionError, ValueError, TypeError, AttributeError) as err:
