@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 MB_SIM = Path(sys.executable).parent / "mb-sim"
 SHIPPED = sorted([*REPO.glob("urdf/*.urdf"), *REPO.glob("test/urdf/*.urdf")])
 #: Shipped robots whose 10 s take long (20-30 s cold): make test-slow.
-HEAVY_SHIPPED = {"self_collision_arm6", "loop_two_bodies"}
+HEAVY_SHIPPED = {"self_collision_arm6", "loop_two_bodies", "delta_robot"}
 pytestmark = pytest.mark.filterwarnings("ignore::mb_sim.sim.EffortLimitWarning")
 
 

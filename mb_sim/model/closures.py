@@ -13,6 +13,7 @@ unit vectors normal to ``a`` (see :func:`~mb_sim.model.joints.axis_basis`):
 type            conditions                                           count
 ==============  ===================================================  ==========================
 spherical       ``r . Jx = r . Jy = r . Jz = 0``                     3
+universal       the three above, and ``b1_C . a = 0``                4
 revolute        the three above, and ``a_C . b1 = a_C . b2 = 0``     5
 prismatic       ``r . b1 = r . b2 = 0``, ``Cy . Jz = Cz . Jx =        5
                 Cx . Jy = 0``
@@ -89,7 +90,7 @@ class LoopJoint(ConnectionBase):
     @property
     def n_conditions(self) -> int:
         """Scalar conditions the joint type states, identically satisfied ones included."""
-        return {"spherical": 3, "fixed": 6}.get(self.loop_description.type, 5)
+        return {"spherical": 3, "universal": 4, "fixed": 6}.get(self.loop_description.type, 5)
 
     def resolve(self, links: dict[str, RigidLink], joints: dict[str, JointBase]) -> None:
         """Find the parent and child links by name (define connections)."""
@@ -114,7 +115,7 @@ class LoopJoint(ConnectionBase):
         if kind == "prismatic":
             for e in (b1, b2):
                 self._position_row(r, e)
-        elif kind in ("spherical", "revolute", "continuous", "fixed"):
+        elif kind in ("spherical", "universal", "revolute", "continuous", "fixed"):
             for e in (J.x, J.y, J.z):
                 self._position_row(r, e)
         if kind in ("revolute", "continuous"):
@@ -124,6 +125,9 @@ class LoopJoint(ConnectionBase):
         elif kind in ("prismatic", "fixed"):
             for c, p in ((C.y, J.z), (C.z, J.x), (C.x, J.y)):
                 self._orientation_row(c, p)
+        elif kind == "universal":  # the cross axis: fixed in C, b1's components (normal to the axis when closed)
+            cross_in_child = sum((b1.dot(u) * v for u, v in zip((J.x, J.y, J.z), (C.x, C.y, C.z))), Vector(0))
+            self._orientation_row(cross_in_child, axis)
 
     def _axis_label(self, vector: Vector) -> str:
         """'x', 'y', 'z' for a parent-side axis, else its components."""

@@ -28,7 +28,7 @@ JOINT_TYPE_ALIASES = {"ball": "spherical"}
 WORLD_LINK = "world"
 MOVING_JOINT_TYPES = frozenset(t for t, dof in JOINT_TYPES.items() if dof > 0)
 #: Loop-closure joint types, with the number of scalar conditions each imposes (before redundancy).
-LOOP_JOINT_TYPES = {"revolute": 5, "continuous": 5, "prismatic": 5, "spherical": 3, "fixed": 6}
+LOOP_JOINT_TYPES = {"revolute": 5, "continuous": 5, "prismatic": 5, "spherical": 3, "universal": 4, "fixed": 6}
 #: Gravity when the URDF says nothing: 9.81 m/s^2 along the world's -z axis.
 STANDARD_GRAVITY = 9.81
 
@@ -112,7 +112,8 @@ class LoopJointDescription:
     joint's origin); the child-side frame C sits in the child link at ``child_origin_xyz``/
     ``child_origin_rpy`` (default: the child link frame).  Closed, C coincides with J up to the
     motion the type allows (rotation about ``axis`` for revolute, translation along it for
-    prismatic, any rotation for spherical, none for fixed); ``axis`` is a unit vector in J.
+    prismatic, any rotation for spherical, rotation about ``axis`` and about a cross axis fixed in
+    C for universal, none for fixed); ``axis`` is a unit vector in J.
     """
 
     name: str

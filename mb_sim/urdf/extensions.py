@@ -152,7 +152,7 @@ def _loop_joint(raw: ET.Element, source: str) -> LoopJointDescription:
     axis_element = _single(e, found, "axis")
     axis = e.vector(axis_element, "xyz", (1, 0, 0)) if axis_element is not None else np.array([1.0, 0, 0])
     norm = float(np.linalg.norm(axis))
-    if kind in ("revolute", "continuous", "prismatic") and norm < 1e-12:
+    if kind in ("revolute", "continuous", "prismatic", "universal") and norm < 1e-12:
         e.fail("axis is zero", " <axis>")
     return LoopJointDescription(name, kind, parent, child, origin_xyz, origin_rpy, child_xyz, child_rpy,
                                 axis / norm if norm >= 1e-12 else axis)
