@@ -202,8 +202,7 @@ def test_info_lists_dropped_constraints(repo, monkeypatch, capsys):
     robot = build_robot(parse_urdf(repo / "test" / "urdf" / "kinematic_zoo.urdf"))
     robot.joints["finger_joint"].add_load_group(ExtraConstraints("extra"))
     robot.define_all()
-    monkeypatch.setattr(inspection, "load_robot",
-                        lambda _name, _strict=False, _floating_base=False, _xacro_args=None, _ground=False, _objects=None: robot)
+    monkeypatch.setattr(inspection, "robot_from_args", lambda _args: robot)
     assert cli.main(["info", "zoo_with_extra_constraints"]) == 0
     text = capsys.readouterr().out
     assert ("Constraints: 1 of 3 kept\n"

@@ -203,3 +203,26 @@ def test_the_command_line_prints_and_writes_the_linearization(repo, tmp_path):
     efforts = dict(line.split(" = ") for line in balance.stdout.splitlines())
     assert abs(float(efforts["shoulder"].split()[0])) == pytest.approx(1.25 * 9.81 * math.sin(0.5), rel=1e-9)
     assert abs(float(efforts["elbow"].split()[0])) == pytest.approx(0.25 * 9.81 * math.sin(0.5), rel=1e-9)
+
+
+def test_the_command_line_takes_wrench_links_for_a_floating_body(tmp_path):
+    """mb-sim linearize/equilibrium --wrench-link: B has the body's six wrench columns (12 states,
+    fully controllable); the hover wrench is 2 kg g up and the torque of the 1 cm offset centre of
+    mass; an unknown link is one line naming the links."""
+    out = tmp_path / "lin.json"
+    result = subprocess.run([str(MB_SIM), "linearize", "free_body", "--wrench-link", "body", "--inputs", "wrench",
+                             "--out", str(out), "--quiet"], text=True, capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "controllability rank: 12 of 12" in result.stdout
+    saved = json.loads(out.read_text())
+    assert saved["inputs"] == WRENCH and saved["states"][3:6] == ["base_joint_rx", "base_joint_ry", "base_joint_rz"]
+    balance = subprocess.run([str(MB_SIM), "equilibrium", "free_body", "--wrench-link", "body", "--inputs", "wrench",
+                              "--quiet"], text=True, capture_output=True, timeout=300)
+    assert balance.returncode == 0, balance.stderr
+    wrench = {name: float(value.split()[0]) for name, value in (line.split(" = ") for line in balance.stdout.splitlines())}
+    assert wrench["body.force_z"] == pytest.approx(2.0 * 9.81, rel=1e-12)
+    assert wrench["body.torque_y"] == pytest.approx(-0.01 * 2.0 * 9.81, rel=1e-12)
+    bad = subprocess.run([str(MB_SIM), "linearize", "free_body", "--wrench-link", "nope", "--quiet"],
+                         text=True, capture_output=True, timeout=300)
+    assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0
+    assert "wrench_links 'nope': no such link (links: world, body, camera_mount)" in bad.stderr

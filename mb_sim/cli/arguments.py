@@ -51,13 +51,20 @@ def note(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def robot_from_args(args: argparse.Namespace) -> Robot:
+    """The robot the options of :func:`add_robot` name (see :func:`load_robot`)."""
+    return load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects,
+                      args.wrench_links)
+
+
 def load_robot(robot: str, strict: bool = False, floating_base: bool = False,
                 xacro_args: list[tuple[str, str]] | None = None, ground: bool = False,
-                objects: list[str] | None = None) -> Robot:
+                objects: list[str] | None = None, wrench_links: list[str] | None = None) -> Robot:
     """The robot model of a URDF (or xacro, expanded with `xacro_args`) path or shipped robot name, or
     CommandError.  Repairs the loader made are summed up in one line on stderr (``info`` lists
     them); `strict` refuses them.  `ground` adds the plane z = 0 where the file has no ``<ground>``;
-    `objects` (``--object`` texts: :func:`mb_sim.urdf.scene.parse_object`) make it a scene."""
+    `objects` (``--object`` texts: :func:`mb_sim.urdf.scene.parse_object`) make it a scene;
+    `wrench_links` take pushes (their wrench components are inputs)."""
     from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
     from mb_sim.urdf import RepairWarning, URDFError
@@ -71,7 +78,7 @@ def load_robot(robot: str, strict: bool = False, floating_base: bool = False,
                 source = compose_scene(source, [parse_object(text) for text in objects], floating_base)
                 floating_base = False
             model = load_urdf(source, strict=strict, floating_base=floating_base,
-                              xacro_args=xacro_arguments(xacro_args), ground=ground)
+                              xacro_args=xacro_arguments(xacro_args), ground=ground, wrench_links=wrench_links or ())
     except (URDFError, FileNotFoundError) as err:
         raise CommandError(str(err)) from None
     if model.repairs:
@@ -173,7 +180,8 @@ def xacro_arguments(pairs: list[tuple[str, str]] | None) -> dict[str, str]:
 
 
 def add_robot(parser: argparse.ArgumentParser) -> None:
-    """The positional ROBOT argument, --xacro-arg, --strict, --floating-base and --ground."""
+    """The positional ROBOT argument, --xacro-arg, --strict, --floating-base, --ground, --wrench-link
+    and --object."""
     parser.add_argument("robot", metavar="ROBOT",
                         help="URDF or xacro file, or the name of a URDF shipped with mb_sim (e.g. arm6)")
     parser.add_argument("--xacro-arg", dest="xacro_args", type=xacro_arg, action="append", metavar="NAME:=VALUE",
@@ -186,6 +194,9 @@ def add_robot(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ground", action="store_true",
                         help="add the ground plane z = 0 (default contact parameters) where the URDF has no "
                              "<mb_sim><ground>: the moving links' <collision> shapes touch it")
+    parser.add_argument("--wrench-link", dest="wrench_links", action="append", metavar="LINK",
+                        help="a link that takes pushes (repeatable): its force and torque components become inputs "
+                             "(<mb_sim><external_wrench link>), e.g. for linearize --inputs wrench")
     parser.add_argument("--object", dest="objects", action="append", metavar="KEY=VALUE ...",
                         help="an object beside the robot (repeatable), e.g. 'name=cube shape=box size=0.1,0.1,0.1 "
                              "mass=1 xyz=0.5,0,0.05' or 'name=cup urdf=cup.urdf xyz=0.4,0,0.8' (keys: name shape "

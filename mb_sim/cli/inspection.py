@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from mb_sim.cli.arguments import add_backend, add_robot, load_robot, note, user_errors
+from mb_sim.cli.arguments import add_backend, add_robot, robot_from_args, note, user_errors
 
 if TYPE_CHECKING:
     from mb_sim.model import Robot
@@ -38,7 +38,7 @@ def _doctor(_args: argparse.Namespace) -> int:
 @user_errors
 def _describe(args: argparse.Namespace) -> int:
     """Print the component tree of a robot with every symbol's description and value."""
-    print(load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects).describe())
+    print(robot_from_args(args).describe())
     return 0
 
 
@@ -50,7 +50,7 @@ def _eom(args: argparse.Namespace) -> int:
     from mb_sim.symbolic.printing import format_equations, format_summary
 
     progress = (lambda line: print(line, file=sys.stderr)) if not args.quiet else None
-    eom = derive_equations(load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects),
+    eom = derive_equations(robot_from_args(args),
                            progress=progress)
     if args.full:
         print(format_equations(eom, style=args.format))
@@ -67,7 +67,7 @@ def _info(args: argparse.Namespace) -> int:
     from mb_sim.symbolic import analyse_constraints
     from mb_sim.symbolic.derive import electrical_states
 
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
+    robot = robot_from_args(args)
     print(robot.describe())
     if robot.repairs:
         print(f"\nRepairs made while loading ({len(robot.repairs)}; --strict refuses them):")
@@ -154,7 +154,7 @@ def _derive(args: argparse.Namespace) -> int:
     from mb_sim.codegen import load_numeric_model
 
     start = time.perf_counter()
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
+    robot = robot_from_args(args)
     loaded = time.perf_counter()
     lines: list[str] = []
 

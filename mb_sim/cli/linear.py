@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from mb_sim.cli.arguments import (
-    CommandError, add_robot, assignment, culprit, load_robot, note, output_path, state_assignment, user_errors,
+    CommandError, add_robot, assignment, culprit, robot_from_args, note, output_path, state_assignment, user_errors,
 )
 
 __all__ = ["add_export_c", "add_linear"]
@@ -16,7 +16,7 @@ def _operating_point(args: argparse.Namespace):
     """The robot's simulator and the joint values of --at/--fix, checked by name."""
     from mb_sim.sim import Simulator
 
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
+    robot = robot_from_args(args)
     with culprit():
         sim = Simulator(robot, backend="c", progress=None if args.quiet else note)
     values = dict(args.at)
@@ -72,7 +72,7 @@ def _equilibrium(args: argparse.Namespace) -> int:
             result = equilibrium(sim, positions, args.inputs)
     except LinearizationError as err:
         raise CommandError(str(err)) from None
-    unit = "V" if args.inputs == "voltage" else "N m or N"
+    unit = {"voltage": "V", "wrench": "N or N m"}.get(args.inputs, "N m or N")
     for name, value in result.inputs.items():
         print(f"{name} = {value:.10g}  [{unit}]")
     for name, value in result.electrical_states.items():
@@ -102,11 +102,12 @@ def add_linear(commands: argparse._SubParsersAction) -> None:
                         help="joint speeds of the operating point [rad/s or m/s] (default 0)")
     linear.add_argument("--input", type=assignment, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                         help="efforts (by joint) or voltages (by motor) at the operating point (default 0)")
-    linear.add_argument("--inputs", choices=("effort", "voltage", "all"), default="all", help="columns of B")
+    linear.add_argument("--inputs", choices=("effort", "voltage", "wrench", "all"), default="all",
+                        help="columns of B (wrench: the force and torque components of the --wrench-link links)")
     linear.add_argument("--outputs", nargs="+", action="extend", default=[], metavar="NAME",
                         help="rows of C and D: joint, coordinate or speed names, or LINK.x/.y/.z (a link origin)")
     linear.add_argument("--out", type=output_path, metavar="FILE", help="write A, B and names (.npz or .json)")
-    balance.add_argument("--inputs", choices=("effort", "voltage"), default="effort", help="what to solve for")
+    balance.add_argument("--inputs", choices=("effort", "voltage", "wrench"), default="effort", help="what to solve for")
     linear.set_defaults(run=_linearize)
     balance.set_defaults(run=_equilibrium)
 
@@ -116,7 +117,7 @@ def _export_c(args: argparse.Namespace) -> int:
     """Write a robot's standalone C library (source, header, example, CMakeLists.txt) to OUT_DIR."""
     from mb_sim.codegen.export import export_c
 
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
+    robot = robot_from_args(args)
     files = export_c(robot, args.out_dir, progress=None if args.quiet else note)
     for path in (files.source, files.header, *files.runtime, files.example, files.cmake):
         print(path)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from mb_sim.cli.arguments import (
-    CommandError, add_backend, add_robot, assignment, count, culprit, load_robot, note, output_path, positive,
+    CommandError, add_backend, add_robot, assignment, count, culprit, robot_from_args, note, output_path, positive,
     state_assignment, user_errors,
 )
 
@@ -89,7 +89,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.integrator not in INTEGRATORS:
         raise CommandError(f"--integrator: unknown {args.integrator!r}; choose one of {', '.join(INTEGRATORS)}")
-    robot = load_robot(args.robot, args.strict, args.floating_base, args.xacro_args, args.ground, args.objects)
+    robot = robot_from_args(args)
     inputs, initial, voltages = dict(args.input), dict(args.initial), dict(args.voltage)
     _check_names(robot, inputs, initial, voltages)
     # --initial is where the model is assembled from; with --disable the constraints released no
