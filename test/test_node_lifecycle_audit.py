@@ -240,16 +240,20 @@ def test_the_lqr_controller_resumes_a_node_started_paused_and_balances(repo, nod
 
 
 # -- 5. no publish period dropped or merged silently -------------------------------------------------
-def _run_paused_window(peer, seconds: float, subscribers: int) -> tuple[list[list], dict[str, str], float]:
+def _run_paused_window(peer, seconds: float, subscribers: int) -> tuple[list[list], dict[str, str], tuple[float, float]]:
     """Resume for about `seconds`, pause; the joint states each subscriber received, the
-    diagnostics after, and the wall seconds between the two answers."""
+    diagnostics after, and bounds on the wall seconds the node ran: from the resume's answer to
+    the pause's request, and from the resume's request to the pause's answer (a busy test
+    process takes its answers late)."""
     received = [peer.collect(JointState, "/joint_states") for _ in range(subscribers)]
     peer.spin_for(1.0)  # matched
+    asked = time.monotonic()
     assert pause(peer, False).success
     started = time.monotonic()
     peer.spin_for(seconds)
+    stopping = time.monotonic()
     assert pause(peer, True).success
-    window = time.monotonic() - started
+    window = (stopping - started, time.monotonic() - asked)
     peer.spin_for(1.5)  # the last messages in, and a /diagnostics published while paused
     _, values = diagnostics_values(peer)
     return received, values, window
@@ -309,8 +313,9 @@ def test_every_publish_period_is_received_or_counted_as_dropped(nodes, peer, rat
             assert stamps == list(range(1, periods + 1)), (len(messages), periods)
         else:  # 10^4 a second: more than this Python test side takes in; what it took is right
             assert stamps == sorted(set(stamps)) and set(stamps) <= set(range(1, periods + 1)), (len(stamps), periods)
-    # the periods of wall time: simulated, or dropped and counted (within the pause calls' latency)
-    assert abs(periods + dropped - window * rate) <= 0.1 * window * rate, (periods, dropped, window, values)
+    # the periods of wall time: simulated, or dropped and counted (a period of slack at each end)
+    least, most = window
+    assert least * rate - 2 <= periods + dropped <= most * rate + 2, (periods, dropped, window, values)
     if rate == 10000.0:
         assert dropped > 0, values  # 10^4 messages a second is more than this node keeps up with
 

@@ -52,8 +52,12 @@ class TickLoop:
     def on_session(self, event: str) -> None:
         """After a session event: pacing restarts on a start or reset, the timer is retimed; a pause
         between publish-period boundaries publishes the state it stopped at."""
-        if event in ("started", "reset"):
+        now = time.monotonic()
+        if event == "stopped":
+            self.pacer.stop(now, self._session.time)  # the time owed by ticks that never came: dropped
+        if event in ("started", "reset"):  # real time counts from here, even if the next tick is late
             self.pacer.stop()
+            self.pacer.restart(now, self._session.time)
             self.monitor.reset()
             self._last_cap = -math.inf
         if event == "reset":

@@ -94,9 +94,20 @@ class Pacer:
         """Measure real time from here (start, resume, reset)."""
         self._reference = (wall, sim)
 
-    def stop(self) -> None:
-        """Forget the reference point; the next tick restarts from its own time."""
+    def stop(self, wall: float | None = None, sim: float | None = None) -> None:
+        """Forget the reference point; the next tick restarts from its own time.  Stopped at wall
+        time `wall` with the simulation at `sim` (a pause), the time owed beyond one publish period
+        (ticks that never came: the process was starved) is counted as dropped, not lost."""
+        if wall is not None and sim is not None and self._reference is not None and not self.as_fast_as_possible:
+            owed = self._due(wall, sim) - self.period_steps
+            if owed > 0:
+                self.slipped += owed * self.dt
         self._reference = None
+
+    def _due(self, wall: float, sim: float) -> int:
+        """Whole physics steps due at wall time `wall` with the simulation at `sim`."""
+        wall0, sim0 = self._reference
+        return math.floor((sim0 + (wall - wall0) * self.real_time_factor - sim) / self.dt + _SLACK)
 
     def next_advance(self, wall: float, sim: float) -> Advance:
         """The steps due at wall time `wall` with the simulation at `sim`."""
@@ -105,14 +116,13 @@ class Pacer:
         if self._reference is None:
             self.restart(wall, sim)
             return Advance(0)
-        wall0, sim0 = self._reference
-        target = sim0 + (wall - wall0) * self.real_time_factor
-        due = math.floor((target - sim) / self.dt + _SLACK)
+        due = self._due(wall, sim)
         if due <= 0:
             return Advance(0)
         if due > self.max_steps:
             self.slipped += (due - self.max_steps) * self.dt
-            self._reference = (wall, sim + self.max_steps * self.dt)
+            wall0, sim0 = self._reference  # the part of a step not yet due stays owed: only whole
+            self._reference = (wall, sim0 + (wall - wall0) * self.real_time_factor - (due - self.max_steps) * self.dt)
             return Advance(self.max_steps, capped=True)
         return Advance(due)
 
