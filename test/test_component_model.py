@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 import pytest
 from sympy import Symbol, solve, symbols
-from sympy.physics.mechanics import TorqueActuator, dynamicsymbols, msubs
+from sympy.physics.mechanics import Force, Point, TorqueActuator, Vector, dynamicsymbols, msubs
 
 from mb_sim import load_urdf
 from mb_sim.model import (
-    ComponentError, Gravity, JointEffort, LoadGroupBase, ModelBase, ModelRequirement, RevoluteJoint,
+    ComponentError, Gravity, JointBase, JointEffort, LoadGroupBase, ModelBase, ModelRequirement, RevoluteJoint,
     RigidLink, build_robot,
 )
 from mb_sim.urdf import parse_urdf
@@ -190,3 +190,135 @@ def test_an_actuator_added_as_seed_000_teaches_applies_its_torque(repo, model_ca
     moved = sim.q[0] - hanging.q[0]
     # 2 N m about the hinge of a 1 kg bob 1 m out: q = 2 / (2 m l^2) t^2 = 0.01 rad, near the bottom
     assert moved == pytest.approx(0.0099, abs=2e-4), moved
+
+
+class JointReactions(LoadGroupBase):
+    """Seed 000's recipe for reactions: noncontributing forces at a joint's child origin along
+    given axes (a function of the joint and the world frame giving SymPy vectors), registered in
+    define kinematics."""
+
+    required_parent_type = JointBase
+
+    def __init__(self, name: str, axes) -> None:
+        super().__init__(name)
+        self.axes = axes
+
+    def _define_objects(self) -> None:
+        self.uaux = [dynamicsymbols(self._add_prefix(f"uaux{k}")) for k in range(self.axes(None, None, count=True))]
+        for k in range(len(self.uaux)):
+            self.symbols[f"f{k}"] = Symbol(self._add_prefix(f"reaction{k}"))
+
+    @property
+    def descriptions(self):
+        return {symbol: f"reaction {key} at joint {self.parent.name} [N]" for key, symbol in self.symbols.items()}
+
+    def _define_kinematics(self) -> None:
+        handler = self.auxiliary_handler
+        for k, axis in enumerate(self.axes(self.parent, handler.inertial_frame)):
+            handler.add_noncontributing_force(self.parent.child.origin, axis, self.uaux[k], self.symbols[f"f{k}"])
+
+
+def _cart_pole_with_reactions(repo):
+    """The cart-pole with six reactions: on the cart (world z, the cart's y, world x: along the rail,
+    which its effort drives) and at the pole's hinge (world x and y, the pole's x: not orthogonal
+    to world x, and inside the cart's side)."""
+    robot = build_robot(parse_urdf(repo / "urdf" / "cart_pole.urdf"))
+
+    def rail(joint, world, count=False):
+        return 3 if count else [world.z, joint.child.frame.y, world.x]
+
+    def hinge(joint, world, count=False):
+        return 3 if count else [world.x, world.y, joint.child.frame.x]
+
+    robot.joints["cart_joint"].add_load_group(JointReactions("rail", rail))
+    robot.joints["pole_joint"].add_load_group(JointReactions("hinge", hinge))
+    robot.define_all()
+    return robot
+
+
+def test_noncontributing_forces_simulate_and_match_sympys_auxiliary_equations(repo, model_cache):
+    # Seed 000's noncontributing forces derived symbolically and then stopped the numeric
+    # derivation with NotImplementedError.  Now they are outputs of the compiled model, checked
+    # against SymPy's own KanesMethod on the same component model with each reaction's opposite
+    # added by hand on the other side of its point (a reaction is a pair: workless on the real
+    # speeds, cancelling inside a larger side): u' from its M and F, the reactions from its
+    # auxiliary equations, at random states and efforts.
+    from mb_sim.sim import Simulator
+
+    robot = _cart_pole_with_reactions(repo)
+    sim = Simulator(robot, cache_dir=model_cache, dt=1e-3)
+    reference = _cart_pole_with_reactions(repo)
+    handler, world = reference.auxiliary_handler, reference.world_frame
+    for force in handler.noncontributing_forces:  # by hand, the opposite on the rest at the same place:
+        opposite = Point(f"{force.point.name}_other_side")  # moving as the point, but for its own cut
+        opposite.set_vel(world, force.point.vel(world) - sum((f.speed * f.axis for f in handler.noncontributing_forces
+                                                              if f.point is force.point), Vector(0)))
+        reference.system.add_loads(Force(opposite, -force.symbol * force.axis))
+    # the cart effort's reaction acts on the fixed rail (SymPy's position graph moves the point with the cart)
+    reference.joints["cart_joint"].reaction_point.set_vel(world, Vector(0))
+    reference.system.form_eoms()
+    kane, system = reference.system.eom_method, reference.system
+    reactions = [g.symbols[f"f{k}"] for g in (reference.joints["cart_joint"].load_groups[-1],
+                                            reference.joints["pole_joint"].load_groups[-1]) for k in range(len(g.uaux))]
+    efforts = [g.effort for j in ("cart_joint", "pole_joint") for g in reference.joints[j].load_groups
+               if isinstance(g, JointEffort)]
+    t = dynamicsymbols._t
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        q, u, tau = rng.uniform(-1, 1, 2), rng.uniform(-2, 2, 2), rng.uniform(-5, 5, 2) * [1, 0.1]
+        sim.set_state(positions=dict(zip(["cart_joint", "pole_joint"], q)),
+                      velocities=dict(zip(["cart_joint", "pole_joint"], u)))
+        sim.set_efforts(dict(zip(["cart_joint", "pole_joint"], tau)))
+        got = sim.noncontributing_forces()
+        at = {**dict(zip(system.q, q)), **dict(zip(system.u, u)), **dict(zip(efforts, tau))}
+        M = np.array(msubs(kane.mass_matrix, at).xreplace(reference.parameters), dtype=float)
+        F = np.array(msubs(kane.forcing, at).xreplace(reference.parameters), dtype=float).ravel()
+        udot = np.linalg.solve(M, F)
+        accelerations = {speed.diff(t): value for speed, value in zip(system.u, udot)}
+        aux = msubs(msubs(kane.auxiliary_eqs, accelerations), at).xreplace(reference.parameters)  # u' first
+        solved = solve(list(aux), reactions, dict=True)[0]
+        want = {str(s): float(solved[s]) for s in reactions}
+        assert got.keys() == want.keys()
+        for name in want:
+            assert got[name] == pytest.approx(want[name], rel=1e-9, abs=1e-9), (name, got, want)
+    # upright, the pole's x is world x: the two reactions along one axis at the hinge are not determined
+    sim.set_state(positions={"cart_joint": 0.0, "pole_joint": 0.0}, velocities={"cart_joint": 0.0, "pole_joint": 0.0})
+    with pytest.raises(ValueError, match="forces hinge_reaction0, hinge_reaction2: their axes at one point are dependent"):
+        sim.noncontributing_forces()
+
+
+def test_noncontributing_forces_leave_the_motion_unchanged(repo, model_cache):
+    # A reaction is workless on the real speeds: the motion with reactions registered is the
+    # motion without them, bit for bit.
+    from mb_sim.sim import Simulator
+
+    with_reactions = Simulator(_cart_pole_with_reactions(repo), cache_dir=model_cache, dt=1e-3)
+    plain = Simulator(repo / "urdf" / "cart_pole.urdf", cache_dir=model_cache, dt=1e-3)
+    for sim in (with_reactions, plain):
+        sim.set_state(positions={"pole_joint": 2.5})
+        sim.set_efforts({"cart_joint": 3.0})
+        sim.advance(0.5)
+    assert np.array_equal(with_reactions.q, plain.q) and np.array_equal(with_reactions.u, plain.u)
+
+
+def test_noncontributing_forces_compiled_give_the_pendulums_hinge_reaction(repo, model_cache):
+    # Through the bottom at rate w the hinge carries m (g + w^2 l) (1 kg, 1 m), now from the
+    # compiled model; a robot with constraint rows is refused in one line naming the forces.
+    from mb_sim.sim import Simulator
+
+    robot = build_robot(parse_urdf(repo / "urdf" / "pendulum.urdf"))
+    robot.joints["hinge"].add_load_group(HingeReaction("hinge_reaction"))
+    robot.define_all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the pendulum's joint has no effort limit
+        sim = Simulator(robot, cache_dir=model_cache, dt=1e-3)
+    for rate in (0.0, 1.5, -3.0):
+        sim.set_state(positions={"hinge": 0.0}, velocities={"hinge": rate})
+        assert sim.noncontributing_forces() == {"hinge_reaction_reaction": pytest.approx(9.81 + rate**2, rel=1e-13)}
+    looped = build_robot(parse_urdf(repo / "urdf" / "four_bar.urdf"))
+    first = next(iter(looped.joints.values()))
+    first.add_load_group(HingeReaction("crank_reaction"))
+    looped.define_all()
+    with pytest.raises(ComponentError, match=r"robot 'four_bar': noncontributing forces \(crank_reaction_reaction\) "
+                                             r"on a robot with constraints"):
+        Simulator(looped, cache_dir=model_cache)

@@ -110,4 +110,6 @@ def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]
         "imu_jacobians": (IMU_JACOBIAN_ROWS * len(eom.imu_names), n_u),
         "imu_states": (len(eom.imu_names), IMU_STATE_COLUMNS),
         "ft_jacobians": (None, n_u), "ft_states": (None, FT_STATE_COLUMNS),  # sensors' rows: cache keeps no names
+        "noncontributing_jacobians": (len(eom.noncontributing_names), n_u),
+        "noncontributing_states": (len(eom.noncontributing_names), 4 + len(eom.noncontributing_names)),
     }

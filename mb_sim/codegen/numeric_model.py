@@ -85,6 +85,8 @@ class NumericModel(ABC):
         The contact features (rows of ``contact_states``: ``ground/link/shape/feature``).
     imu_names
         The IMUs (rows of ``imu_states``, blocks of 6 rows of ``imu_jacobians``).
+    noncontributing_names
+        The noncontributing forces' symbols (rows of ``noncontributing_states``).
     dissipation_rows
         Per joint with damping or friction, its speed and parameter indices (an ``(n, 4)`` int
         array, see :mod:`~mb_sim.codegen.dissipation`): what RK4 takes implicitly where stiff.
@@ -122,6 +124,7 @@ class NumericModel(ABC):
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
         self.contact_names = list(eom.contact_names)
         self.imu_names = list(eom.imu_names)
+        self.noncontributing_names = list(eom.noncontributing_names)
         self.dissipation_rows = np.array(eom.dissipation_rows, dtype=int).reshape(-1, DISSIPATION_WIDTH)
         self._force_law: ForceLawCallback | None = None
         self.force_law_error: tuple[int, Exception] | None = None

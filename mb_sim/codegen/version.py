@@ -5,4 +5,4 @@ from __future__ import annotations
 __all__ = ["GENERATOR_VERSION"]
 
 # Bump whenever the generated code changes for the same equations (invalidates cached builds).
-GENERATOR_VERSION = "23"
+GENERATOR_VERSION = "24"

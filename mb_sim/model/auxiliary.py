@@ -33,6 +33,7 @@ class AuxiliaryDataHandler:
         self.inertial_frame = inertial_frame
         self.inertial_point = inertial_point
         self.noncontributing_forces: list[NoncontributingForce] = []
+        self.loads: list[Force] = []  # the forces of noncontributing_forces, once added to the system
 
     def add_noncontributing_force(self, point: Point, axis: Vector, speed: Symbol, symbol: Symbol) -> None:
         """Register the force ``symbol * axis`` at `point`, with auxiliary speed `speed`."""
@@ -49,6 +50,19 @@ class AuxiliaryDataHandler:
                     parents[neighbour] = point
                     frontier.append(neighbour)
         return parents
+
+    def subtree(self, point: Point) -> set[Point]:
+        """`point` and every point positioned from it (what its auxiliary speed moves)."""
+        parents = self._position_tree_parents()
+        inside = {point}
+        for other in parents:
+            chain, current = [], other
+            while current is not None and current not in inside:
+                chain.append(current)
+                current = parents.get(current)
+            if current is not None:
+                inside.update(chain)
+        return inside
 
     def get_auxiliary_velocity(self, point: Point) -> Vector:
         """Sum of ``u_aux * axis`` of every registered point `point` is positioned from."""
@@ -77,5 +91,7 @@ class AuxiliaryDataHandler:
         system.add_auxiliary_speeds(*[f.speed for f in self.noncontributing_forces])
 
     def apply_noncontributing_forces(self, system: System) -> None:
-        """End of define loads: add the registered forces to `system`."""
-        system.add_loads(*[Force(f.point, f.symbol * f.axis) for f in self.noncontributing_forces])
+        """End of define loads: add the registered forces to `system` (kept in ``loads``: a
+        reaction does no work on the real speeds, so the equations of motion leave them out)."""
+        self.loads = [Force(f.point, f.symbol * f.axis) for f in self.noncontributing_forces]
+        system.add_loads(*self.loads)

@@ -188,6 +188,9 @@ class RobotFacts:
     weight: float = 0.0
     #: The external wrench inputs (:mod:`mb_sim.model.wrench`), six per link, after the voltages.
     wrenches: tuple[InputFacts, ...] = ()
+    #: Per noncontributing force (seed 000's auxiliary data handler), its symbol's name and the
+    #: links of the side it acts on (:mod:`mb_sim.symbolic.noncontributing`).
+    noncontributing: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def joint(self, name: str) -> JointFacts:
         """Joint `name` (KeyError naming it otherwise)."""
@@ -210,7 +213,7 @@ class RobotFacts:
                 value = tuple(_nested(_NESTED[f.name], item) for item in value)
             elif f.name in ("contact_links",):
                 value = tuple(tuple(item) for item in value)
-            elif f.name == "constraint_links":
+            elif f.name in ("constraint_links", "noncontributing"):
                 value = _tuples(value)
             elif f.name == "contact_loads":
                 value = tuple(tuple((link, float(sign)) for link, sign in row) for row in value)
@@ -291,7 +294,18 @@ def robot_facts(robot) -> RobotFacts:
         loop_joints=tuple(robot.loop_joints), rolling_wheels=tuple(robot.rolling_wheels),
         constraint_links=tuple(_constraint_links(robot)), unjudged_energy=_unjudged(robot), weight=_weight(robot),
         wrenches=tuple(InputFacts(i.name, i.joint, float(i.limit)) for i in robot.collect_inputs("wrench")),
+        noncontributing=tuple(_noncontributing(robot)),
     )
+
+
+def _noncontributing(robot) -> list[tuple[str, tuple[str, ...]]]:
+    """Per noncontributing force, its symbol's name and the links of its side."""
+    handler = getattr(robot, "_auxiliary_handler", None)
+    if handler is None or not handler.noncontributing_forces:
+        return []
+    from mb_sim.symbolic.noncontributing import noncontributing_sides
+
+    return [(str(force.symbol), tuple(links)) for force, _, links in noncontributing_sides(robot)]
 
 
 def _joint(joint, symbol_name) -> JointFacts:
@@ -400,8 +414,9 @@ def _contact_links(robot) -> list[tuple[str, str | None]]:
 
 def _contact_loads(robot) -> list[tuple[tuple[str, float], ...]]:
     """Per row of ``contact_states``, the links its force acts on with the sign (only for robots
-    with force-torque sensors, which sum them)."""
-    if not getattr(robot, "force_torques", []):
+    with force-torque sensors or noncontributing forces, which sum them)."""
+    handler = getattr(robot, "_auxiliary_handler", None)
+    if not getattr(robot, "force_torques", []) and not (handler is not None and handler.noncontributing_forces):
         return []
     return [tuple(row) for row in contact_loads(robot)]
 

@@ -23,6 +23,7 @@ from mb_sim.sim.errors import SimulationError
 from mb_sim.sim.failures import failure
 from mb_sim.sim.force_laws import connect_force_laws
 from mb_sim.sim.force_torque import ForceTorqueSet, Wrench
+from mb_sim.sim.reactions import NoncontributingForces
 from mb_sim.sim.imu import ImuNoise, ImuReading, ImuSet
 from mb_sim.sim.inputs import Inputs
 from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, stepper
@@ -576,6 +577,15 @@ class Simulator:
     def force_torques(self, names: list[str] | None = None) -> dict[str, Wrench]:
         """Readings of sensors `names` (all: None) at the current state, by name."""
         return self._read_sensors("force_torque", names)
+
+    def noncontributing_forces(self) -> dict[str, float]:
+        """The reactions components registered as noncontributing forces (seed 000's auxiliary
+        data handler), by their symbol's name, at the current state (see :mod:`mb_sim.sim.reactions`)."""
+        if self.servos.active:
+            self.servos.refresh(self.time)
+        if "reactions" not in self._sensors:
+            self._sensors["reactions"] = NoncontributingForces(self.facts, self.model)
+        return self._sensors["reactions"].read(self.time)
 
     def _sensor_set(self, kind: str):
         """The IMU or force-torque set of this run, made when first needed."""

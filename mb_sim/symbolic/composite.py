@@ -176,8 +176,10 @@ class _Composite:
         return self.rec.links[name].moves
 
     def loads(self) -> None:
-        """Applied loads: joint pairs onto their joint's speeds, the rest onto their link."""
-        loads = applied_loads(self.robot.system)
+        """Applied loads: joint pairs onto their joint's speeds, the rest onto their link; not the
+        noncontributing forces (reactions, workless on the real speeds: outputs of their own)."""
+        reactions = {id(load) for load in self.robot.auxiliary_handler.loads}
+        loads = [load for load in applied_loads(self.robot.system) if id(load) not in reactions]
         i = 0
         while i < len(loads):
             if i + 1 < len(loads) and self._joint_pair(loads[i], loads[i + 1]):

@@ -14,6 +14,7 @@ from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, EquationsOfMotion
 from mb_sim.symbolic.force_torque import force_torque_outputs
 from mb_sim.symbolic.imu import imu_outputs
 from mb_sim.symbolic.kane import derive_kane
+from mb_sim.symbolic.noncontributing import noncontributing_outputs
 from mb_sim.symbolic.plain import PlainSymbols, robot_inputs
 from mb_sim.symbolic.temporaries import Temporaries
 
@@ -50,7 +51,8 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
     inputs, states = robot_inputs(robot), electrical_states(robot)
     report(f"{len(system.q)} coordinates, {len(system.u)} speeds, {len(states)} electrical states, "
            f"{len(inputs)} inputs")
-    plain = PlainSymbols(list(system.q), list(system.u), inputs, list(system.kdes), [s for s, _, _ in states])
+    plain = PlainSymbols(list(system.q), list(system.u), inputs, list(system.kdes), [s for s, _, _ in states],
+                         list(system.u_aux))
     temps = Temporaries()
     report("Kane's equations, link by link")
     kane = derive_kane(robot, plain, temps)
@@ -68,6 +70,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
     states = electrical_states(robot)  # again: a ground's stiction anchors know their rates after its loads
     imu_jacobians, imu_states = imu_outputs(robot, kane.links, len(plain.u))
     ft_jacobians, ft_states = force_torque_outputs(robot, kane.links, len(plain.u), temps)
+    nc_jacobians, nc_states = noncontributing_outputs(robot, kane, len(plain.u), temps)
     outputs = {
         "mass_matrix": kane.mass_matrix,
         "forcing": kane.forcing,
@@ -92,6 +95,8 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         "imu_states": imu_states,
         "ft_jacobians": ft_jacobians,
         "ft_states": ft_states,
+        "noncontributing_jacobians": plain.convert_matrix(nc_jacobians),
+        "noncontributing_states": plain.convert_matrix(nc_states),
     }
     updates = {state: value for c in contacts for state, value in getattr(c, "anchor_updates", {}).items()}
     if updates:  # stiction anchors: every electrical state's value after a step (mb_finish_step)
@@ -119,6 +124,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         contact_names=[f"{c.name}/{f.name}" for c in contacts for f in c.features],
         imu_names=[imu.name for imu in robot.imus],
         force_torque_names=[sensor.name for sensor in getattr(robot, "force_torques", [])],
+        noncontributing_names=[str(f.symbol) for f in robot.auxiliary_handler.noncontributing_forces],
     )
 
 

@@ -52,6 +52,11 @@ name                   shape          meaning
                                       joint's child side (world; :mod:`mb_sim.symbolic.force_torque`)
 ``ft_states``          (n_f, 6)       per force-torque sensor: that wrench's u'-free part, its
                                       weight included (contacts are added at run time)
+``noncontributing_    (n_r, n_u)     per noncontributing force (``noncontributing_names``):
+jacobians``                           d(right side of its auxiliary equation)/du'
+``noncontributing_    (n_r, 4 + n_r) per noncontributing force: the right side's u'-free part
+states``                              (applied loads included), its axis (world), its row of the
+                                      coupling a . a_j (:mod:`mb_sim.symbolic.noncontributing`)
 =====================  =============  ===========================================================
 
 Optional, only in a model with a ground's stiction anchors (not in ``OUTPUT_NAMES``, no block of
@@ -142,6 +147,7 @@ class EquationsOfMotion(Dimensions):
     contact_names: list[str] = field(default_factory=list)
     imu_names: list[str] = field(default_factory=list)
     force_torque_names: list[str] = field(default_factory=list)
+    noncontributing_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if "kinematic_map" not in self.outputs and "qdot" in self.outputs:
@@ -156,6 +162,8 @@ class EquationsOfMotion(Dimensions):
                     "imu_jacobians": (IMU_JACOBIAN_ROWS * len(self.imu_names), self.n_u),
                     "imu_states": (len(self.imu_names), IMU_STATE_COLUMNS),
                     "ft_jacobians": (FT_JACOBIAN_ROWS * len(self.force_torque_names), self.n_u),
-                    "ft_states": (len(self.force_torque_names), FT_STATE_COLUMNS)}
+                    "ft_states": (len(self.force_torque_names), FT_STATE_COLUMNS),
+                    "noncontributing_jacobians": (len(self.noncontributing_names), self.n_u),
+                    "noncontributing_states": (len(self.noncontributing_names), 4 + len(self.noncontributing_names))}
         for name, shape in defaults.items():
             self.outputs.setdefault(name, Matrix.zeros(*shape))

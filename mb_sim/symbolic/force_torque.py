@@ -36,7 +36,7 @@ from mb_sim.symbolic.equations import FT_JACOBIAN_ROWS, FT_STATE_COLUMNS
 from mb_sim.symbolic.imu import _gravity, link_jacobian
 from mb_sim.symbolic.temporaries import Temporaries
 
-__all__ = ["force_torque_outputs", "sensor_wrench"]
+__all__ = ["force_torque_outputs", "sensor_wrench", "side_wrench"]
 
 
 class _Side:
@@ -99,7 +99,14 @@ def sensor_wrench(robot: Robot, links: dict, n_u: int, sensor, gravity: Matrix,
                   temps: Temporaries) -> tuple[Matrix, Matrix]:
     """``(J, b)``, 6 x n_u and 1 x 6: the wrench on the child side of `sensor`'s joint, less its
     contact loads, is ``J u' + b`` (module docstring)."""
-    side = robot.force_torque_subtree(sensor)
+    return side_wrench(robot, links, n_u, robot.force_torque_subtree(sensor), gravity, temps, sensor.name)
+
+
+def side_wrench(robot: Robot, links: dict, n_u: int, side: list[str], gravity: Matrix, temps: Temporaries,
+                label: str) -> tuple[Matrix, Matrix]:
+    """``(J, b)``, 6 x n_u and 1 x 6: the mass times acceleration of the links `side` (a link and
+    every link below it, parents first) less their weight under `gravity`, as force and moment
+    about the first link's origin (world), is ``J u' + b``; `label` names the side's temporaries."""
     child = side[0]
     body = _Side(robot, links, side, temps)
     below = _descendants(links, side)
@@ -118,10 +125,10 @@ def sensor_wrench(robot: Robot, links: dict, n_u: int, sensor, gravity: Matrix,
         if not any(m in body.bodies for m in members):
             continue
         m, h, J = body.composite(members)
-        label = f"the links below {members[0]} ({sensor.name})"
-        m = temps.scalar(m, f"mass of {label}")
-        h = temps.matrix(h, f"first moment of {label} about the force-torque point")
-        J = temps.matrix(J, f"inertia of {label} about the force-torque point")
+        label_here = f"the links below {members[0]} ({label})"
+        m = temps.scalar(m, f"mass of {label_here}")
+        h = temps.matrix(h, f"first moment of {label_here} about the force-torque point")
+        J = temps.matrix(J, f"inertia of {label_here} about the force-torque point")
         for k, w_k, v_k in twists:
             jacobian[0:3, k] = m * v_k + cross(w_k, h)
             jacobian[3:6, k] = J * w_k + cross(h, v_k)

@@ -60,6 +60,7 @@ class KaneEquations:
     links: dict[str, LinkKinematics]
     kinetic_energy: Expr
     potential_energy: Expr
+    recursion: "_Recursion | None" = None  # where points and frames are (outputs locate loads with it)
 
 
 class _Recursion:
@@ -173,8 +174,6 @@ class _Recursion:
 
 def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEquations:
     """M, F, energies and link kinematics of `robot` (define steps already run)."""
-    if len(robot.system.u_aux):
-        raise NotImplementedError("auxiliary speeds (noncontributing forces) are not derived yet")
     rec = _Recursion(robot, plain, temps)
     rec.run_kinematics()
     n_u = len(robot.system.u)
@@ -196,4 +195,4 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
         for speed, inertia in component.reflected_inertia():
             k = rec.speed_index[speed]
             mass[k, k] += plain.convert(inertia)
-    return KaneEquations(mass, forcing, rec.links, kinetic, potential)  # a column even if empty
+    return KaneEquations(mass, forcing, rec.links, kinetic, potential, rec)  # a column even if empty

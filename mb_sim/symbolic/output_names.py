@@ -11,6 +11,7 @@ OUTPUT_NAMES = (
     "constraint_bias", "acceleration_bias", "link_poses", "kinetic_energy", "potential_energy",
     "constraint_wrenches", "spring_states", "spring_lengths", "electrical_rates", "electrical_decay",
     "motor_states", "contact_states", "imu_jacobians", "imu_states", "ft_jacobians", "ft_states",
+    "noncontributing_jacobians", "noncontributing_states",
 )
 #: Columns of the spring_states output.
 SPRING_STATE_COLUMNS = 12

@@ -2,7 +2,7 @@
 and derivatives of coordinates by the solved kinematic differential equations."""
 from __future__ import annotations
 
-from sympy import Basic, Derivative, Matrix, Symbol, linear_eq_to_matrix
+from sympy import Basic, Derivative, Matrix, S, Symbol, linear_eq_to_matrix
 from sympy.core.function import AppliedUndef
 from sympy.physics.mechanics import dynamicsymbols, msubs
 
@@ -21,13 +21,16 @@ class PlainSymbols:
     """Maps between a System's dynamic symbols and plain ``Symbol`` objects: coordinates,
     speeds, inputs and the electrical states (a motor's current)."""
 
-    def __init__(self, q: list, u: list, inputs: list, kdes: list, states: list = ()) -> None:
+    def __init__(self, q: list, u: list, inputs: list, kdes: list, states: list = (), auxiliary: list = ()) -> None:
+        """`auxiliary`: the auxiliary speeds (noncontributing forces), zero in every equation."""
         self.time = dynamicsymbols._t
         self.q = [Symbol(symbol_name(x), real=True) for x in q]
         self.u = [Symbol(symbol_name(x), real=True) for x in u]
         self.inputs = [Symbol(symbol_name(x), real=True) for x in inputs]
         self.states = [Symbol(symbol_name(x), real=True) for x in states]
         self._to_plain = dict(zip([*q, *u, *inputs, *states], [*self.q, *self.u, *self.inputs, *self.states]))
+        self._auxiliary = {**{speed.diff(self.time): S.Zero for speed in auxiliary},
+                           **{speed: S.Zero for speed in auxiliary}}
         qdots = [x.diff(dynamicsymbols._t) for x in q]
         coefficients, rhs = linear_eq_to_matrix(list(kdes), qdots)
         solved = coefficients.LUsolve(rhs)
@@ -38,6 +41,8 @@ class PlainSymbols:
         """`expr` with q' replaced by the kinematic equations and functions of t by plain symbols."""
         if expr.has(Derivative):
             expr = msubs(expr, self._qdot_map)
+        if self._auxiliary:
+            expr = expr.xreplace(self._auxiliary)
         expr = expr.xreplace(self._to_plain)
         leftover = expr.atoms(AppliedUndef, Derivative)
         if leftover:
