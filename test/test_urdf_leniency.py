@@ -84,6 +84,21 @@ def test_a_byte_order_mark_and_blank_lines_before_the_declaration_load_from_text
     assert robot.name == "husky_robot"
 
 
+def test_a_file_ending_in_a_nul_byte_loads_as_urdfdom_reads_it_with_one_repair(tmp_path):
+    # pybullet's humanoid.urdf ends in a NUL byte: urdfdom reads a C string, which ends there;
+    # XML refuses the byte ("not well-formed").  What follows it is named, never silently lost.
+    path = tmp_path / "humanoid_tail.urdf"
+    path.write_text(_two_links() + "\n\x00")
+    robot, messages = _loaded(path)
+    assert set(robot.joints) == {"hinge"}
+    oddities = [m for c, m in messages if issubclass(c, RepairWarning) and "NUL byte" in m]
+    assert len(oddities) == 1 and str(path) in oddities[0] and "all NUL" in oddities[0], messages
+    with pytest.raises(URDFError, match="malformed XML"):
+        load_urdf(path, strict=True)
+    _, messages = _loaded(_two_links() + "\x00<link name='lost'/>")  # content after it: said so
+    assert any("not all NUL" in m for _, m in messages), messages
+
+
 def test_an_undeclared_namespace_prefix_is_ignored_with_one_repair_naming_it():
     """Drake's extensions as a Robotiq 2F-85 description uses them, without xmlns:drake: a
     ``drake:`` attribute on a joint, a ``<drake:...>`` element inside it and at the top level."""

@@ -19,8 +19,15 @@ _UNBOUND_PREFIX = expat.errors.codes[expat.errors.XML_ERROR_UNBOUND_PREFIX]
 
 def parse_document(text: str, source: str, strict: bool = False) -> tuple[ET.Element, list[Repair]]:
     """The document element, and what was accepted that XML itself refuses but urdfdom (TinyXML,
-    no namespaces) reads: blank lines before ``<?xml``, namespace prefixes never declared."""
+    no namespaces) reads: blank lines before ``<?xml``, namespace prefixes never declared, NUL
+    bytes (pybullet's humanoid.urdf ends in one), where urdfdom's C string ends."""
     oddities: list[tuple[str, str]] = []
+    if not strict and "\x00" in text:  # urdfdom reads a C string: it ends at the first NUL byte
+        text, rest = text.split("\x00", 1)
+        dropped = len(rest) + 1
+        oddities.append((f"a NUL byte at character {len(text)} ({dropped} character(s) from it on, "
+                         f"{'all NUL' if not rest.strip(chr(0)) else 'not all NUL'})",
+                         "read up to it, as urdfdom does (a C string ends there)"))
     blank = None if strict else _BEFORE_DECLARATION.match(text)
     if blank:
         text = text[blank.end():]
