@@ -86,6 +86,20 @@ def test_until_cleared_and_reset(free_body):
     assert not sim.wrenches.active and not np.any(sim.model.buffers.inputs)
 
 
+def test_a_push_replaced_at_once_and_a_refused_replacement_leaves_the_last(free_body):
+    # The node's topic holds each message's push until the next: a replacement is one call, and
+    # one that is refused (NaN) leaves the push before it acting, not none.
+    sim = free_body()
+    sim.apply_wrench("body", force=[0.0, 0.0, 1.0])
+    sim.apply_wrench("body", force=[2.0, 0.0, 0.0], replace=True)
+    assert sim.model.buffers.inputs[:6].tolist() == [2.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="not finite"):
+        sim.apply_wrench("body", force=[float("nan"), 0.0, 0.0], replace=True)
+    assert len(sim.wrenches.pushes) == 1 and sim.model.buffers.inputs[0] == 2.0
+    sim.apply_wrench("body", replace=True)  # a zero wrench ends it
+    assert not sim.wrenches.active and not np.any(sim.model.buffers.inputs)
+
+
 def test_a_torque_on_a_link_is_the_joint_effort_about_its_axis(repo, model_cache):
     """The pendulum turns about y: a world torque (0, 2, 0) on the rod moves it as an effort of 2 N m."""
     pushed = Simulator(repo / "urdf" / "pendulum.urdf", wrench_links="rod", cache_dir=model_cache,

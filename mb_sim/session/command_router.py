@@ -100,14 +100,9 @@ class CommandRouter:
                                         f"world's nor the link's (frame_ids taken: {known})")
         w = message.wrench
         force, torque = (w.force.x, w.force.y, w.force.z), (w.torque.x, w.torque.y, w.torque.z)
-        current = list(self.sim.wrenches.pushes)
-        try:
-            self.sim.clear_wrenches(link)
-            if any(force) or any(torque):
-                self.sim.apply_wrench(link, force, torque, "world" if frame == "world" else link)
+        try:  # the link's push replaced at once: a refused one leaves the last in place
+            self.sim.apply_wrench(link, force, torque, "world" if frame == "world" else link, replace=True)
         except ValueError as err:
-            self.sim.wrenches.pushes = current
-            self.sim.wrenches.write_at(self.sim.time)
             raise CommandError("wrench", str(err)) from None
 
     def _on_effort_commands(self, message, now: float) -> None:

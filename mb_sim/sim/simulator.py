@@ -421,13 +421,13 @@ class Simulator:
 
     def apply_wrench(self, link: str, force: Sequence[float] = (0.0, 0.0, 0.0),
                      torque: Sequence[float] = (0.0, 0.0, 0.0), frame: str = "world",
-                     duration: float | None = None) -> None:
+                     duration: float | None = None, replace: bool = False) -> None:
         """Push `link` from now for `duration` seconds (None: until :meth:`clear_wrenches`): a
         `force` [N] at the link's origin and a `torque` [N m], components in `frame` ("world" or
-        the link's name: turned into the world's once, now); pushes add.  The link must take a
-        wrench (``wrench_links``).  See :mod:`mb_sim.sim.wrenches`."""
+        the link's name: turned into the world's once, now); pushes add, or `replace` the link's.
+        The link must take a wrench (``wrench_links``).  See :mod:`mb_sim.sim.wrenches`."""
         pose = (lambda: self.outputs(dynamics=False).link_poses[link][:3, :3]) if frame == link else None
-        self.wrenches.add(link, force, torque, frame, pose, self.time, duration)
+        self.wrenches.add(link, force, torque, frame, pose, self.time, duration, replace)
         self.wrenches.write_at(self.time)
 
     def clear_wrenches(self, link: str | None = None) -> None:

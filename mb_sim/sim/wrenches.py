@@ -54,11 +54,13 @@ class ExternalWrenches:
         return bool(self.pushes)
 
     def add(self, link: str, force: Sequence[float], torque: Sequence[float], frame: str,
-            orientation: Callable[[], np.ndarray] | None, start: float, duration: float | None) -> Push:
+            orientation: Callable[[], np.ndarray] | None, start: float, duration: float | None,
+            replace: bool = False) -> Push:
         """Push `link` from `start` for `duration` (None: until cleared), components in `frame`
-        ("world", "" or the link's name: then `orientation` gives the link's rotation matrix).
-        ValueError naming the culprit for a link that takes no wrench, another frame, a non-finite
-        or absurd component or duration."""
+        ("world", "" or the link's name: then `orientation` gives the link's rotation matrix); with
+        `replace` the link's other pushes end (only once this one is found valid).  ValueError
+        naming the culprit for a link that takes no wrench, another frame, a non-finite or absurd
+        component or duration: the pushes are then as they were."""
         self._check_link(link)
         if frame not in ("world", "", link):
             raise ValueError(f"push on link {link!r}: frame {frame!r} is neither 'world' nor the link's own")
@@ -70,7 +72,9 @@ class ExternalWrenches:
             raise ValueError(f"push on link {link!r}: duration must be a finite time >= 0 s, got {duration}")
         end = math.inf if duration is None else start + float(duration)
         push = Push(link, wrench, float(start), end)
-        if end > start:
+        if replace:
+            self.pushes = [p for p in self.pushes if p.link != link]
+        if end > start and (wrench.any() or not replace):
             self.pushes.append(push)
         return push
 
