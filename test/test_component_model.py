@@ -287,6 +287,25 @@ def test_noncontributing_forces_simulate_and_match_sympys_auxiliary_equations(re
         sim.noncontributing_forces()
 
 
+
+def test_three_reactions_in_one_plane_are_refused_by_name(repo, model_cache):
+    # World x and z are orthogonal (uncoupled), the pole's x lies in their plane: the three are
+    # dependent at every state although no pair of them is parallel.
+    from mb_sim.sim import Simulator
+
+    robot = build_robot(parse_urdf(repo / "urdf" / "cart_pole.urdf"))
+
+    def hinge(joint, world, count=False):
+        return 3 if count else [world.x, joint.child.frame.x, world.z]
+
+    robot.joints["pole_joint"].add_load_group(JointReactions("hinge", hinge))
+    robot.define_all()
+    sim = Simulator(robot, cache_dir=model_cache, dt=1e-3)
+    sim.set_state(positions={"pole_joint": 0.4})
+    with pytest.raises(ValueError, match="forces hinge_reaction0, hinge_reaction1, hinge_reaction2: their axes"):
+        sim.noncontributing_forces()
+
+
 def test_noncontributing_forces_leave_the_motion_unchanged(repo, model_cache):
     # A reaction is workless on the real speeds: the motion with reactions registered is the
     # motion without them, bit for bit.

@@ -54,15 +54,23 @@ class NoncontributingForces:
 
     @staticmethod
     def _cuts(coupling: np.ndarray) -> list[list[int]]:
-        """The groups of forces at one point (coupled), each as its indices."""
-        groups: list[list[int]] = []
-        for i in range(len(coupling)):
-            for group in groups:
-                if coupling[group[0], i] != 0 or coupling[i, group[0]] != 0:
-                    group.append(i)
-                    break
-            else:
-                groups.append([i])
+        """The groups of forces coupled directly or through others (at one point), each as its
+        indices: x and z are in one group with an axis between them."""
+        linked = (coupling != 0) | (coupling.T != 0)
+        groups, seen = [], set()
+        for start in range(len(coupling)):
+            if start in seen:
+                continue
+            group, frontier = [], [start]
+            seen.add(start)
+            while frontier:
+                i = frontier.pop()
+                group.append(i)
+                for j in np.flatnonzero(linked[i]).tolist():
+                    if j not in seen:
+                        seen.add(j)
+                        frontier.append(j)
+            groups.append(sorted(group))
         return groups
 
     def _contact_force(self, side: frozenset[str], contacts: np.ndarray) -> np.ndarray:
