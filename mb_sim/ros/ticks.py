@@ -56,7 +56,6 @@ class TickLoop:
         if event == "stopped":
             self.pacer.stop(now, self._session.time)  # the time owed by ticks that never came: dropped
         if event in ("started", "reset"):  # real time counts from here, even if the next tick is late
-            self.pacer.stop()
             self.pacer.restart(now, self._session.time)
             self.monitor.reset()
             self._last_cap = -math.inf

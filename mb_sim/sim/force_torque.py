@@ -27,7 +27,7 @@ import numpy as np
 
 from mb_sim.sim.robot_facts import RobotFacts, as_facts, contact_loads
 
-__all__ = ["ForceTorqueSet", "Wrench", "contact_loads"]
+__all__ = ["ForceTorqueSet", "Wrench", "contact_loads", "contact_wrench_on"]
 
 
 class Wrench(NamedTuple):
@@ -106,16 +106,23 @@ class ForceTorqueSet:
 
     def _contact_wrench(self, sensor: _Sensor, contacts: np.ndarray, origin: np.ndarray) -> np.ndarray:
         """Force and torque about `origin` (world) of the contact forces on the sensor's child side."""
-        wrench = np.zeros(6)
-        for row, loads in zip(contacts, self.contacts):
-            for link, sign in loads:
-                if link in sensor.side:
-                    force = sign * row[9:12]
-                    wrench[:3] += force
-                    wrench[3:] += np.cross(row[0:3] - origin, force)
-        return wrench
+        return contact_wrench_on(sensor.side, contacts, self.contacts, origin)
 
     @staticmethod
     def _reading(sensor: _Sensor, wrench: np.ndarray, rotation: np.ndarray) -> Wrench:
         """The world wrench on the child side in the sensor's frame and direction."""
         return Wrench(sensor.sign * (rotation.T @ wrench[:3]), sensor.sign * (rotation.T @ wrench[3:]))
+
+
+def contact_wrench_on(side, contacts: np.ndarray, loads: list, origin: np.ndarray) -> np.ndarray:
+    """Force and torque about `origin` (world, 6) of the contact forces on the links of `side`:
+    `contacts` the model's contact rows (point 0:3, force 9:12), `loads` per row its (link, sign)
+    pairs (the robot's ``contact_loads``)."""
+    wrench = np.zeros(6)
+    for row, pairs in zip(contacts, loads):
+        for link, sign in pairs:
+            if link in side:
+                force = sign * row[9:12]
+                wrench[:3] += force
+                wrench[3:] += np.cross(row[0:3] - origin, force)
+    return wrench

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mb_sim.sim.force_torque import contact_wrench_on
 from mb_sim.sim.robot_facts import RobotFacts, as_facts
 
 __all__ = ["NoncontributingForces"]
@@ -75,9 +76,4 @@ class NoncontributingForces:
 
     def _contact_force(self, side: frozenset[str], contacts: np.ndarray) -> np.ndarray:
         """The sum of the contact forces on the links of `side` (world)."""
-        force = np.zeros(3)
-        for row, loads in zip(contacts, self.contacts):
-            for link, sign in loads:
-                if link in side:
-                    force += sign * row[9:12]
-        return force
+        return contact_wrench_on(side, contacts, self.contacts, np.zeros(3))[:3]
