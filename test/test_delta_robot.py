@@ -12,6 +12,7 @@ import pytest
 
 from mb_sim.sim import Simulator
 from mb_sim.sim.errors import AssemblyWarning
+from mb_sim.sim.singularity import ConstraintSingularityWarning
 
 BASE, ARM, FOREARM, PLATFORM = 0.2, 0.2, 0.5, 0.05  # radii and lengths written in the URDF [m]
 ANGLES = [2 * math.pi * i / 3 for i in range(3)]
@@ -68,7 +69,8 @@ def test_two_seconds_of_free_motion_keep_the_loops_and_the_energy(delta):
     delta.set_state({"motor_1": 0.4, "motor_2": -0.2, "motor_3": 0.7}, {"motor_1": 1.0, "motor_2": -0.5})
     out = delta.outputs()
     start = out.kinetic_energy + out.potential_energy
-    delta.advance(2.0)
+    with pytest.warns(ConstraintSingularityWarning):  # (it passes three: test_constraint_singularities.py)
+        delta.advance(2.0)
     out = delta.outputs()
     assert abs(out.kinetic_energy + out.potential_energy - start) < 5e-6 * (abs(start) + out.kinetic_energy)  # 2.3e-6 J
     assert out.position_error < 1e-10

@@ -675,6 +675,20 @@ def mimic_errors(states: list) -> list[float]:
     return errors
 
 
+def test_a_constraint_singularity_passed_is_logged_once(nodes, peer):
+    """The delta robot flailing under efforts passes a constraint singularity every 0.1 s or so
+    (test_constraint_singularities.py): the node logs the first as a warning naming the loop
+    joints, once, and Python's own warning is not printed beside it."""
+    delta = nodes.get("-p", "urdf_file:=delta_robot", "-p", "command_timeout:=0.0")
+    push = peer.publisher(JointState, "/mb_sim/joint_commands")
+    push.publish(JointState(name=["motor_1", "motor_2", "motor_3"], effort=[1.3, -1.7, 0.4]))
+    assert wait_for_output(peer, delta, r"\[WARN\].*passed a singular configuration of constraints 'wrist_2'",
+                           timeout=20), delta.output
+    peer.spin_for(1.0)  # (several more crossings)
+    assert len([line for line in delta.lines if "singular configuration" in line]) == 1, delta.output
+    assert "ConstraintSingularityWarning" not in delta.output
+
+
 def test_constraint_service_disables_and_reenables_the_mimic(nodes, peer, repo):
     zoo = nodes.get("-p", f"urdf_file:={repo / 'test' / 'urdf' / 'kinematic_zoo.urdf'}",
                     "-p", "disabled_constraints:=[finger_joint]", "-p", "command_timeout:=0.0")

@@ -17,6 +17,7 @@ from scipy.integrate import solve_ivp
 from mb_sim import load_urdf
 from mb_sim.sim import SimulationError, Simulator
 from mb_sim.sim.linearize import linearize
+from mb_sim.sim.singularity import ConstraintSingularityWarning
 from mb_sim.symbolic import analyse_constraints
 
 UMBRELLA = "test/urdf/umbrella_isosceles.urdf"
@@ -57,21 +58,31 @@ def test_redundancy_is_judged_where_the_umbrella_is_assembled(repo):
 
 def test_the_umbrella_keeps_both_loops_closed_and_its_shape(repo, cache_dir):
     """Falling under gravity for 1 s: both loops closed, both ribs at one angle, the runner at
-    1 - cos(theta) (the isosceles triangle), and the energy kept (no damping, no input)."""
+    1 - cos(theta) (the isosceles triangle), and the energy kept (no damping, no input).  The ribs
+    swing through the fold (theta = 0, the runner at the hub) once, and the simulator says so."""
     sim = umbrella(repo, cache_dir)
     assert sim.degrees_of_freedom() == 1
     start = sim.outputs(dynamics=False)
     energy = start.kinetic_energy + start.potential_energy
+    angles = [rib_angle(sim, "left")]
     for _ in range(10):
-        sim.advance(0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConstraintSingularityWarning)  # (judged below)
+            sim.advance(0.1)
         out = sim.outputs()
         theta = rib_angle(sim, "left")
+        angles.append(theta)
         runner = 0.5 + out.joint_positions["runner_joint"]
         assert out.position_error < 1e-10 and out.velocity_error < 1e-10
         assert rib_angle(sim, "right") == pytest.approx(theta, abs=1e-9)
         assert runner == pytest.approx(1 - np.cos(theta), abs=1e-9)
         assert out.kinetic_energy + out.potential_energy == pytest.approx(energy, abs=1e-6)
     assert abs(theta - np.pi / 3) > 0.3  # it moved
+    through_zero = [k for k in range(10) if angles[k] * angles[k + 1] < 0]
+    assert len(through_zero) == 1 and len(sim.singularities.crossings) == 1
+    crossing = sim.singularities.crossings[0]
+    assert through_zero[0] * 0.1 <= crossing.after < crossing.before <= through_zero[0] * 0.1 + 0.1 + 1e-9
+    assert crossing.constraints == ["rib_left_pin", "rib_right_pin"]
 
 
 def test_the_umbrella_on_its_fold_has_two_free_ribs(repo, cache_dir):
@@ -97,15 +108,21 @@ def test_the_umbrella_on_its_fold_has_two_free_ribs(repo, cache_dir):
 @pytest.mark.parametrize("integrator", ["rk4", "DOP853"])
 def test_a_parallelogram_runs_through_its_change_points_on_its_branch(repo, cache_dir, integrator):
     """Without gravity a parallelogram four-bar's crank turns at a constant rate (its inertia does
-    not change on the parallelogram branch): 3 rad/s for 5 s passes ten change points, where its
-    two loop conditions become one, and stays a parallelogram (coupler angle = -crank angle)."""
+    not change on the parallelogram branch): 3 rad/s for 5 s passes five change points (the crank
+    level, at (k + 1/2) pi), where its two loop conditions become one, and stays a parallelogram
+    (coupler angle = -crank angle).  The simulator says so: one warning, and each change point
+    within one crossing's window (mb_sim.sim.singularity)."""
     sim = Simulator(repo / "test/urdf/four_bar_parallelogram.urdf", cache_dir=cache_dir, integrator=integrator)
     sim.set_parameters({"gravity_g": 0.0})
     sim.set_state({}, {"crank_joint": 3.0})
-    for _ in range(50):
-        sim.advance(0.1)
-        crank, coupler, rocker = sim.q
-        assert coupler == pytest.approx(-crank, abs=1e-9) and rocker == pytest.approx(crank, abs=1e-9)
+    with pytest.warns(ConstraintSingularityWarning, match="constraint 'rocker_pin'"):
+        for _ in range(50):
+            sim.advance(0.1)
+            crank, coupler, rocker = sim.q
+            assert coupler == pytest.approx(-crank, abs=1e-9) and rocker == pytest.approx(crank, abs=1e-9)
+    windows = [(3 * c.after, 3 * c.before) for c in sim.singularities.crossings]  # crank angles [rad]
+    assert len(windows) == 5
+    assert all(low <= (k + 0.5) * np.pi <= high for k, (low, high) in enumerate(windows)), windows
     assert sim.q[0] == pytest.approx(15.0, abs=2e-3)
     assert sim.outputs().position_error < 1e-12
 

@@ -22,6 +22,7 @@ The logic that needs no rclpy lives below: :mod:`mb_sim.session` (commands, paci
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from rclpy.node import Node
@@ -53,6 +54,7 @@ from mb_sim.session.pacing import steps_per_period
 from mb_sim.session.recorder import RecordingError
 from mb_sim.sim import Simulator
 from mb_sim.sim.frames import FrameTree, base_twist_function, frame_tree
+from mb_sim.sim.singularity import ConstraintSingularityWarning
 from mb_sim.urdf.scene import SceneObject
 
 __all__ = ["SimulationNode", "StartupError", "DEFAULT_ROBOT", "LATCHED_QOS", "TF_QOS"]
@@ -102,7 +104,8 @@ class SimulationNode(Node):
         timeout = 0.0 if params.lockstep or self._ros2_control.systems else params.command_timeout
         self._session = session = Session(sim, command_timeout=timeout, allow_partial=params.allow_partial,
                                           start_paused=params.start_paused)
-        session.subscribe(self._on_session)
+        session.subscribe(self._on_session)  # (a singularity passed is logged there, not printed as a warning too)
+        warnings.filterwarnings("ignore", category=ConstraintSingularityWarning)
         self.period_steps = steps_per_period(params.dt, params.publish_rate)
         self._sensors = self._sensor_publishers(sim, tree)
         self._state_topics = StatePublishers(self, session, params, tree, messages, self._sensors, self._ros2_control,
@@ -233,6 +236,8 @@ class SimulationNode(Node):
                                 "set to zero")
         elif event == "recording_failed":
             log.error(f"{details['reason']}; recording stopped, the simulation goes on")
+        elif event == "singularity":
+            log.warning(details["message"])
         ticks = getattr(self, "_ticks", None)  # (events before the timer exists: the timer starts right)
         if ticks is not None:
             ticks.on_session(event)

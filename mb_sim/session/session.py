@@ -42,8 +42,9 @@ MAX_ADVANCE_STEPS = 100_000
 #: ``stopped`` (paused, or diverged: details ``reason``), ``started`` (resumed), ``reset``
 #: (details ``recovered``: it had diverged), ``diverged`` (details ``reason``), ``stale`` (details
 #: ``joints`` and ``motors`` whose commands timed out), ``recording_failed`` (the recording could
-#: not be written and is over: details ``reason``, naming the file).
-EVENTS = ("stopped", "started", "reset", "diverged", "stale", "recording_failed")
+#: not be written and is over: details ``reason``, naming the file), ``singularity`` (the motion
+#: passed a constraint singularity, said once until the state is next set: details ``message``).
+EVENTS = ("stopped", "started", "reset", "diverged", "stale", "recording_failed", "singularity")
 
 Listener = Callable[..., None]
 
@@ -194,11 +195,15 @@ class Session:
             raise SessionError(f"{steps} steps: one advance takes 0 to {MAX_ADVANCE_STEPS} physics steps")
         if inputs is not None:
             self._router.apply(inputs)
+        said = len(self._sim.singularities.said)
         try:
             self._sim.advance(steps * self._sim.dt)
         except SimulationError as err:
             self._fail(str(err))
             return False
+        finally:
+            for message in self._sim.singularities.said[said:]:
+                self._emit("singularity", message=message)
         return True
 
     def step(self, steps: int, now: float | None = None) -> bool:

@@ -24,6 +24,7 @@ from mb_sim.sim.errors import SimulationError
 from mb_sim.sim.manifolds import ContactManifolds
 from mb_sim.sim.robot_model import RobotModel
 from mb_sim.sim.runaway import RunawayWatch
+from mb_sim.sim.singularity import SingularityWatch
 from mb_sim.sim.servos import JointServos
 from mb_sim.sim.stiction_anchors import move_anchors
 from mb_sim.sim.wrenches import ExternalWrenches
@@ -59,6 +60,7 @@ class Steppable(Protocol):
     rtol: float
     atol: float
     runaway: RunawayWatch
+    singularities: SingularityWatch
     servos: JointServos
     manifolds: ContactManifolds
     wrenches: ExternalWrenches
@@ -98,6 +100,7 @@ class FixedStepRK4:
                 if manifolds is not None:  # coal finds the contacts before every step
                     manifolds.refresh(start + done * dt)
                     chunk = 1
+                chunk = min(chunk, sim.singularities.steps_to_next())  # its samples of the constraint rows
                 if sim.wrenches.active:  # a push's inputs: held while they stay the same
                     chunk = min(chunk, sim.wrenches.write_step(start + done * dt, dt))
                 if sim.servos.active:  # a trajectory's next segment starts with the first step after it
@@ -108,6 +111,7 @@ class FixedStepRK4:
                 done += chunk
                 sim.time = time = start + done * dt
                 watch.check(time, chunk)
+                sim.singularities.check(time, chunk)
         except FactorizationError as err:
             sim.time = err.t
             raise sim.failure(err.code) from None
@@ -187,6 +191,7 @@ class AdaptiveSciPy:
         sim.project()
         move_anchors(sim.robot_model, sim.model, sim.time)  # rk4 moves them after every step, in C
         sim.runaway.check(sim.time, max(1, round(duration / sim.dt)))
+        sim.singularities.check(sim.time, 0)
 
 
 def forward_difference_jacobian(rate, t: float, x: np.ndarray) -> np.ndarray:

@@ -158,6 +158,7 @@ class RunawayWatch:
         self._never = "the energy check is switched off" if not check_energy else self._never_judged(robot, model)
         self._blocked: str | None = self._never  # ... or with the current parameters
         self._reference: float | None = None  # E at the watch start; None: not watching
+        self.restarts = 0
         self._start_time = 0.0
         self._kinetic_peak = 0.0
         self._pending = 0  # steps since the energy was last judged
@@ -233,7 +234,9 @@ class RunawayWatch:
 
     def restart(self) -> None:
         """Forget the energy measured so far: the state, parameters or constraints were changed
-        other than by integrating.  The next :meth:`begin` measures it again."""
+        other than by integrating.  The next :meth:`begin` measures it again.  ``restarts``
+        counts the calls (other watches compare nothing across one)."""
+        self.restarts += 1
         self._reference = None
         self._contacts_judged = False
         if self._never is None:

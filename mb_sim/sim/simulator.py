@@ -30,10 +30,10 @@ from mb_sim.sim.integrators import INTEGRATORS, MAX_STEPS_PER_CALL, stepper
 from mb_sim.sim.named_constraints import NamedConstraints
 from mb_sim.sim.output_reader import OutputReader
 from mb_sim.sim.outputs import ConstraintErrors, ConstraintReaction, ConstraintSystem, SimulationOutputs, Trajectory
-from mb_sim.sim.robot_cache import RobotBundle, load_robot
-from mb_sim.sim.robot_cache import bundle as robot_bundle
+from mb_sim.sim.robot_cache import RobotBundle, bundle as robot_bundle, load_robot
 from mb_sim.sim.robot_model import RobotModel
 from mb_sim.sim.runaway import RunawayWatch, check_runaway_options, resolution_bounds, speed_bounds
+from mb_sim.sim.singularity import SingularityWatch
 from mb_sim.sim.servos import SERVO_FREQUENCY, JointServos
 from mb_sim.sim.start import StartAssembly
 from mb_sim.sim.state import STATE_MAGNITUDE, SimulationState, assign_named, check_kept, vector
@@ -103,7 +103,7 @@ class Simulator:
 
     ``runaway`` (a :class:`~mb_sim.sim.runaway.RunawayWatch`) judges runaways after every call of
     the integrator: speeds beyond their bounds (``speed_bounds``), an energy rising while no power
-    is put in.
+    is put in; ``singularities`` (:mod:`~mb_sim.sim.singularity`) the constraint singularities passed.
 
     The simulator composes a run of parts, as Pinocchio's model and data and MuJoCo's ``MjModel``
     and ``MjData``: ``robot_model`` (:class:`~mb_sim.sim.robot_model.RobotModel`: names, tables,
@@ -164,6 +164,7 @@ class Simulator:
         bounds = speed_bounds(facts, defaults, speed_limit_factor) if speed_limit_factor != 0 else []
         self.runaway = RunawayWatch(facts, self.model, self.parameter_names, self.speed_names,
                                      self.electrical_state_names, bounds, check_energy)
+        self.singularities = SingularityWatch(facts.name, self.model, lambda: self.runaway.restarts)
         self._start = StartAssembly(robot, self.model, kinematics, self._stops)
         self._start.start(initial_positions)
         self._start.check_mass_matrix()
@@ -282,8 +283,7 @@ class Simulator:
         only quaternions are renormalized and the state projected); `z` sets the electrical states
         (motor currents, unconstrained).
         """
-        b = self.model.buffers
-        one_dof = self.robot_model.one_dof
+        b, one_dof = self.model.buffers, self.robot_model.one_dof
         new_q = b.q.copy() if q is None else vector(q, len(b.q), "q")
         new_u = b.u.copy() if u is None else vector(u, len(b.u), "u")
         given_q = assign_named(new_q, positions or {}, self.coordinate_names, one_dof, 0, "position")
