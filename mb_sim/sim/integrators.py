@@ -94,6 +94,7 @@ class FixedStepRK4:
         model, dt, start, done, watch = sim.model, sim.dt, sim.time, 0, sim.runaway
         manifolds = sim.manifolds if sim.manifolds.active else None
         watch.begin(start)
+        sim.singularities.begin(start)
         try:
             while done < steps:
                 chunk = steps - done if steps - done < MAX_STEPS_PER_CALL else MAX_STEPS_PER_CALL
@@ -169,11 +170,12 @@ class AdaptiveSciPy:
 
         implicit = {"jac": jacobian} if self.method in IMPLICIT else {}
         sim.runaway.begin(t0)
+        sim.singularities.begin(t0)
         sim.manifolds.refresh(t0)  # the contacts found once per advance (rk4 finds them every step)
         try:  # a rejected trial (an infinite rate) is the solver's to handle, whatever the caller's error state
             with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                 solution = solve_ivp(derivative, (t0, t0 + duration), start, method=self.method,
-                                     rtol=sim.rtol, atol=sim.atol, **implicit)
+                                     rtol=sim.rtol, atol=sim.atol, dense_output=sim.singularities.active, **implicit)
         except KeyboardInterrupt:  # the buffers hold a trial stage: back to the start
             load(start)
             raise
@@ -186,12 +188,18 @@ class AdaptiveSciPy:
             if failures:  # the solver could not step past a state where the dynamics fail
                 raise sim.failure(failures[-1].code, at=failures[-1].t) from None
             raise sim.failure(3, at=float(solution.t[-1]), detail=solution.message)
+        watch, t = sim.singularities, t0
+        while watch.active and t + watch.due_in() * sim.dt < t0 + duration - 0.5 * sim.dt:
+            steps = watch.due_in()  # the constraint rows sampled as the fixed-step path samples them
+            t += steps * sim.dt
+            load(solution.sol(t))
+            watch.check(t, steps)
         load(end)
         sim.time += duration
         sim.project()
         move_anchors(sim.robot_model, sim.model, sim.time)  # rk4 moves them after every step, in C
         sim.runaway.check(sim.time, max(1, round(duration / sim.dt)))
-        sim.singularities.check(sim.time, 0)
+        watch.check(sim.time, max(1, round((sim.time - t) / sim.dt)))  # (steps since its last sample)
 
 
 def forward_difference_jacobian(rate, t: float, x: np.ndarray) -> np.ndarray:

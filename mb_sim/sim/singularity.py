@@ -2,23 +2,30 @@
 
 At a constraint singularity (a delta robot's legs with coplanar constraint couples, a four-bar
 folded flat) the rows of A in A u + b = 0 become dependent: the constraint forces there are
-unbounded and the mechanism may branch (change its assembly mode), so the motion past it is
+unbounded and the mechanism can branch (change its assembly mode), so the motion past it is
 decided by the integrator's numerics, not by the physics.  The forward dynamics and the
 projection pass such a point without failing (a row dependent at that state gets a zero
 multiplier), so this watch says where it happened.
 
-It samples the enforced rows A_k (a set independent where it was chosen) along the motion and
-compares two samples: the sign of ``det(A_0 A_1^T)`` is, by Cauchy-Binet, that of the inner
-product of the rows' exterior products ``a_1 ^ ... ^ a_m``, a vector that moves continuously with
-the rows and goes through zero where they lose a rank.  A negative sign while the rows moved
-little, ``||A_1 - A_0|| <= MOVED * ||A_0||`` (:data:`MOVED`), means the rows passed within that
-distance of a rank loss (a flip needs A_0 within ``||A_1 - A_0||`` of a singular matrix), a
-constraint singularity; rows that moved more (a mechanism turning its rows around between two
-samples) are not judged, so a fast crank is never taken for one.  Samples are taken at the end of
-the integrator's call that completes :attr:`SingularityWatch.interval` fixed steps (calls are cut
-at twice that), the interval halved while the rows move more than :data:`MOVED` / 2 per sample
-and doubled while they move less than a quarter of that (1 to :data:`LONGEST_INTERVAL` steps),
-and after each call of an adaptive solver.  After a crossing the rows are chosen afresh.
+It samples the enforced rows A_k (an independent set, the best conditioned first, chosen afresh
+after a restart or a flip and every :data:`RECHOOSE_EVERY` samples where some are left out) along
+the motion and compares two samples of the same rows: the sign of
+``det(A_0 A_1^T)`` is, by Cauchy-Binet, that of the inner product of the rows' exterior products
+``a_1 ^ ... ^ a_m``, a vector that moves continuously with the rows and goes through zero where
+they lose a rank.  A negative sign while every row moved by at most :data:`MOVED` of its size
+(sizes taken at least :data:`SIZE_FLOOR` of the largest) means the rows passed near a rank loss (a
+flip needs A_0 within ``||A_1 - A_0||`` of a singular matrix), a constraint singularity; a row
+that moved more (a crank turning a row around between two samples) is not judged, whatever its
+size beside the others, down to a tenth of the largest.  It is not reported where every enabled
+row together provably kept the rank (their rank-th singular value at both samples above the
+change: a redundant row carries the rank where the chosen ones lose it).
+
+Samples are taken at the end of the integrator's call that completes
+:attr:`SingularityWatch.interval` fixed steps (calls are cut at twice that), the interval halved
+while the rows move more than :data:`MOVED` / 2 per sample and doubled while they move less than
+half of that (1 to :data:`LONGEST_INTERVAL` steps), and back to every step with a sample at
+the start after the state is set; an adaptive solver's run is sampled the same way from its dense
+output.
 
 Each crossing is kept in :attr:`SingularityWatch.crossings` (the simulator's ``singularities``);
 the first since the state was last set gives a :class:`ConstraintSingularityWarning` naming the
@@ -37,9 +44,16 @@ __all__ = ["ConstraintSingularityWarning", "LONGEST_INTERVAL", "MOVED", "Singula
            "SingularityWatch"]
 
 #: How far the rows may move between two samples, relative to their norm, for a flip to be judged.
-MOVED = 0.3
+MOVED = 0.5
+#: Row sizes below this fraction of the largest count as that fraction when judging movement.
+SIZE_FLOOR = 0.1
 #: The most fixed steps between two samples.
 LONGEST_INTERVAL = 100
+#: Samples between two choices of the rows where some enabled rows are left out (dependent where
+#: they were chosen; a flip or a restart chooses them afresh too).
+RECHOOSE_EVERY = 8
+#: The most crossings kept (a node running for days keeps the latest).
+KEPT_CROSSINGS = 1000
 #: A row takes part in a lost rank when its weight in the smallest left singular vector is at
 #: least this fraction of the largest weight.
 _PART = 0.2
@@ -67,6 +81,7 @@ class _Sample:
     restarts: int
     enabled: list[int]  # the enabled rows the sampled ones were chosen among
     full: np.ndarray  # every enabled row
+    sizes: np.ndarray  # the sampled rows' sizes (see _sizes)
 
 
 class SingularityWatch:
@@ -82,13 +97,16 @@ class SingularityWatch:
         self._labels = list(model.constraint_names)
         self._last: _Sample | None = None
         self._pending = 0
+        self._samples = 0
         #: Fixed steps between two samples (adapted to how fast the rows move).
         self.interval = 1
         self._warned: int | None = None  # the restart count when a crossing was last said
-        #: Every crossing found, in order.
+        #: The crossings found, in order (the last KEPT_CROSSINGS).
         self.crossings: list[SingularCrossing] = []
         #: The warnings given (the first crossing since each time the state was set), in order.
         self.said: list[str] = []
+        #: How many crossings were found (``crossings`` keeps the last KEPT_CROSSINGS).
+        self.count = 0
 
     @property
     def active(self) -> bool:
@@ -100,8 +118,20 @@ class SingularityWatch:
         of the first call that reaches the interval, and at most twice the interval apart."""
         return max(1, 2 * self.interval - self._pending) if self._labels else 1 << 30
 
+    def due_in(self) -> int:
+        """Fixed steps until the next sample is due (an adaptive solver's run is sampled there)."""
+        return max(1, self.interval - self._pending)
+
+    def begin(self, time: float) -> None:
+        """Before integrating from `time`: after a restart (the state set other than by
+        integrating) the first sample is taken here, and sampling starts again at every step."""
+        if self._labels and (self._last is None or self._last.restarts != self._restarts()):
+            self.interval, self._pending = 1, 0
+            self.check(time, 0)
+
     def check(self, time: float, steps: int) -> None:
-        """After `steps` fixed steps ending at `time` (0: an adaptive solver's call, always judged)."""
+        """After `steps` fixed steps ending at `time` (0: a sample whenever asked: an adaptive
+        solver's step, a start)."""
         if not self._labels:
             return
         self._pending += steps
@@ -109,28 +139,28 @@ class SingularityWatch:
             return
         self._pending = 0
         self._model.evaluate_into(time)
-        b = self._model.buffers
-        matrix = self._model.layout.view(b.out, "constraint_matrix")
-        enabled = np.flatnonzero(b.enabled[:len(matrix)] != 0.0).tolist()
-        if not np.all(np.isfinite(matrix[enabled])):  # (a diverging state: nothing to compare with)
+        matrix = self._model.layout.view(self._model.buffers.out, "constraint_matrix")
+        last, restarts = self._last, self._restarts()
+        enabled = last.enabled if last is not None and last.restarts == restarts else \
+            np.flatnonzero(self._model.buffers.enabled[:len(matrix)] != 0.0).tolist()  # (switches restart)
+        full = matrix[enabled]
+        if not np.isfinite(full).all():  # (a diverging state: nothing to compare with)
             self._last = None
             return
-        last, restarts = self._last, self._restarts()
-        independent = True
-        if last is not None and last.restarts == restarts and set(last.rows) <= set(enabled):
+        flipped = False
+        if last is not None and last.restarts == restarts:
             now = matrix[last.rows]
-            moved = float(np.linalg.norm(now - last.matrix) / np.linalg.norm(last.matrix))
+            change = now - last.matrix
+            moved = float((np.sqrt(np.einsum("ij,ij->i", change, change)) / last.sizes).max())
             self._adapt(moved, steps)
-            independent = not self._compare(last, time, now, moved, matrix[enabled])  # (flipped: choose again)
-        rows = last.rows if independent and self._keeps(last, enabled, restarts) else _best_rows(matrix, enabled)
-        self._last = _Sample(time, rows, matrix[rows].copy(), restarts, enabled, matrix[enabled].copy()) if rows \
-            else None
-
-    @staticmethod
-    def _keeps(last: _Sample | None, enabled: list[int], restarts: int) -> bool:
-        """Whether the last sample's rows serve again: chosen among the same enabled rows since the
-        last restart."""
-        return last is not None and last.restarts == restarts and last.enabled == enabled
+            flipped = self._compare(last, time, now, moved, full)
+        self._samples += 1
+        if flipped or last is None or last.restarts != restarts or \
+                (len(last.rows) < len(enabled) and self._samples % RECHOOSE_EVERY == 0):
+            rows = _best_rows(matrix, enabled)  # (afresh: a row dependent at one sample may not be later)
+        else:
+            rows = last.rows
+        self._last = _Sample(time, rows, matrix[rows], restarts, enabled, full, _sizes(matrix[rows])) if rows else None
 
     def _adapt(self, moved: float, steps: int) -> None:
         """The sample interval for rows that moved `moved` (relative) in the last one."""
@@ -138,29 +168,32 @@ class SingularityWatch:
             return
         if moved > MOVED / 2:
             self.interval = max(1, self.interval // 2)
-        elif moved < MOVED / 8:
+        elif moved < MOVED / 4:
             self.interval = min(LONGEST_INTERVAL, self.interval * 2)
 
     def _compare(self, last: _Sample, time: float, now: np.ndarray, moved: float, full: np.ndarray) -> bool:
         """Judge the rows sampled at `last` and `now` (the same rows; `full` every enabled row now)
-        for a rank lost between them; True if they flipped (reported if the enabled rows as a
-        whole came near losing that rank too: a redundant row may carry it through)."""
+        for a rank lost between them: reported unless the enabled rows as a whole provably kept
+        that rank (a redundant row may carry it through where the chosen ones lose it); True if
+        the chosen rows flipped."""
         if moved > MOVED or np.linalg.det(last.matrix @ now.T) > 0.0:
             return False
-        rank = len(last.rows)
-        if min(_margin(last.full, rank), _margin(full, rank)) > MOVED:
-            return True  # only the rows chosen lost it: others keep the rank
+        if _kept_rank(last.full, full, len(last.rows)):
+            return True
         names = self._involved(last.rows, now if _volume(now) < _volume(last.matrix) else last.matrix)
         self.crossings.append(SingularCrossing(last.time, time, names))
+        del self.crossings[:-KEPT_CROSSINGS]
+        self.count += 1
         if self._warned == last.restarts:
             return True  # said once since the state was last set: the others are in `crossings`
         self._warned = last.restarts
-        plural = "s" if len(names) > 1 else ""
+        which = f"constraints {', '.join(repr(n) for n in names)} (their" if len(names) > 1 else \
+            f"constraint {names[0]!r} (its"
         self.said.append(f"robot '{self.robot_name}': between t = {last.time:.6g} s and {time:.6g} s the motion passed "
-                         f"a singular configuration of constraint{plural} {', '.join(repr(n) for n in names)} (their "
-                         "rows lost a rank: the constraint forces there are unbounded and the mechanism can branch, "
-                         "so the motion past it depends on the integrator; further crossings until the state is set "
-                         "are listed in Simulator.singularities.crossings)")
+                         f"through or near a singular configuration of {which} rows lost a rank: the constraint "
+                         "forces there can be unbounded and the mechanism can branch, so the motion past it depends "
+                         "on the integrator; further crossings until the state is set are listed in "
+                         "Simulator.singularities.crossings)")
         warnings.warn(self.said[-1], ConstraintSingularityWarning, stacklevel=6)  # (the caller of Simulator.advance)
         return True
 
@@ -179,10 +212,22 @@ def _volume(matrix: np.ndarray) -> float:
     return float(np.linalg.det(gram) / scale) if scale > 0 else 0.0
 
 
-def _margin(matrix: np.ndarray, rank: int) -> float:
-    """The `rank`-th singular value of `matrix` over its largest."""
-    values = np.linalg.svd(matrix, compute_uv=False)
-    return float(values[rank - 1] / values[0]) if len(values) >= rank and values[0] > 0 else 0.0
+def _sizes(matrix: np.ndarray) -> np.ndarray:
+    """The rows' sizes as movement is judged by: their norms, at least :data:`SIZE_FLOOR` of the
+    largest (a row through zero is the rank loss looked for; a small row turned around is motion)."""
+    sizes = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    return np.maximum(sizes, SIZE_FLOOR * sizes.max())
+
+
+def _kept_rank(before: np.ndarray, after: np.ndarray, rank: int) -> bool:
+    """Whether rows `before` and `after` (every enabled row at two samples) keep rank `rank` all
+    along the straight path between them: their rank-th singular value at both ends above the
+    change's Frobenius norm (never so where the rows are the chosen ones, all independent: their
+    flip bounds that value by the change)."""
+    if min(before.shape) < rank:
+        return False
+    change = float(np.linalg.norm(after - before))
+    return all(np.linalg.svd(m, compute_uv=False)[rank - 1] > change for m in (before, after))
 
 
 def _best_rows(matrix: np.ndarray, rows: list[int]) -> list[int]:
