@@ -201,3 +201,12 @@ def test_watching_starts_at_the_state_set(repo, model_cache):
         sim.advance(0.03)
     (crossing,) = sim.singularities.crossings[-1:]
     assert 0.29 <= crossing.after < 0.3017 < crossing.before <= 0.32
+
+
+def test_the_warning_points_at_the_user_s_line_whichever_way_in(repo, model_cache):
+    """From ``simulate`` (one frame deeper inside mb_sim than ``advance``) too."""
+    sim = simulator(repo, model_cache, "delta_robot")
+    sim.set_state(*START)
+    with pytest.warns(ConstraintSingularityWarning) as said:
+        sim.simulate(0.4, sample_every=100)
+    assert said[0].filename == __file__

@@ -33,12 +33,16 @@ constraints whose rows lost the rank.
 """
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from mb_sim.symbolic.rank import RANK_TOLERANCE
+
+_PACKAGE = str(Path(__file__).resolve().parents[1])  # mb_sim/
 
 __all__ = ["ConstraintSingularityWarning", "LONGEST_INTERVAL", "MOVED", "SingularCrossing",
            "SingularityWatch"]
@@ -160,7 +164,8 @@ class SingularityWatch:
             rows = _best_rows(matrix, enabled)  # (afresh: a row dependent at one sample may not be later)
         else:
             rows = last.rows
-        self._last = _Sample(time, rows, matrix[rows], restarts, enabled, full, _sizes(matrix[rows])) if rows else None
+        chosen = matrix[rows]
+        self._last = _Sample(time, rows, chosen, restarts, enabled, full, _sizes(chosen)) if rows else None
 
     def _adapt(self, moved: float, steps: int) -> None:
         """The sample interval for rows that moved `moved` (relative) in the last one."""
@@ -194,7 +199,7 @@ class SingularityWatch:
                          "forces there can be unbounded and the mechanism can branch, so the motion past it depends "
                          "on the integrator; further crossings until the state is set are listed in "
                          "Simulator.singularities.crossings)")
-        warnings.warn(self.said[-1], ConstraintSingularityWarning, stacklevel=6)  # (the caller of Simulator.advance)
+        warnings.warn(self.said[-1], ConstraintSingularityWarning, stacklevel=_outside_mb_sim())
         return True
 
     def _involved(self, rows: list[int], matrix: np.ndarray) -> list[str]:
@@ -247,3 +252,12 @@ def _best_rows(matrix: np.ndarray, rows: list[int]) -> list[int]:
         norms = np.linalg.norm(remainder, axis=1)
         norms[chosen] = 0.0
     return sorted(rows[k] for k in chosen)
+
+
+def _outside_mb_sim() -> int:
+    """The warning's stack level of the first caller outside mb_sim (``advance``, ``simulate``,
+    the session: whichever way the user came in), counted from the caller of this function."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
