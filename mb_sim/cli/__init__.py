@@ -13,6 +13,7 @@ from typing import TextIO
 
 from mb_sim import __version__
 from mb_sim.cli.arguments import CommandError, Parser
+from mb_sim.cli.identify import add_excite, add_identify
 from mb_sim.cli.inspection import add_inspection
 from mb_sim.cli.linear import add_export_c, add_linear
 from mb_sim.cli.simulate import ProgressBar, add_replay, add_simulate
@@ -35,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_linear(commands)
     add_export_c(commands)
     add_sweep(commands)
+    add_identify(commands)
+    add_excite(commands)
     return parser
 
 
