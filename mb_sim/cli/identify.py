@@ -104,6 +104,11 @@ def add_excite(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the optimizer's random starts")
     parser.add_argument("--output", "-o", type=output_path, required=True, metavar="FILE.yaml",
                         help="the JointTrajectory message (.yaml or .json)")
+    parser.add_argument("--record", type=output_path, metavar="FILE.mcap",
+                        help="rehearse it: run the URDF's robot through it in the simulator and record "
+                             "/joint_states as the real robot's run would be (to identify from)")
+    parser.add_argument("--dt", type=positive, default=1e-3, metavar="S",
+                        help="the rehearsal's step and sample interval [s] (default 0.001)")
     parser.set_defaults(run=user_errors(run_excite))
 
 
@@ -130,6 +135,12 @@ def run_excite(args: argparse.Namespace) -> int:
     args.output.write_text(text)
     print(f"condition number {trajectory.condition_number:.3g}; {len(message['points'])} waypoints over "
           f"{args.duration:g} s written to {args.output}")
+    if args.record:
+        from mb_sim.identify.rehearsal import rehearse
+
+        note(f"mb-sim excite: rehearsing it on {robot.name} in the simulator")
+        rehearse(robot_path(args.robot), trajectory, args.record, args.dt)
+        print(f"rehearsal recorded in {args.record}")
     return 0
 
 

@@ -3,8 +3,11 @@
 An open-loop replay of a long recording drifts away from it however good the model (a robot
 under effort control is not stable on its own), so the recording is cut into segments of
 `horizon` seconds: each starts from the recorded positions and velocities and runs the recorded
-efforts (held over each sample, as a controller holds its command) with RK4 at the recording's
-rate.  The error is the joint positions' RMS difference over every sample of every segment.
+efforts with RK4.  At 1 kHz or faster the step is the recording's and each effort is held over
+its sample (as a controller holds its command, and as mb_sim's own recordings were made); slower
+recordings (a robot's /joint_states at 100 Hz) are samples of an effort that changed in between:
+the step is about 1 ms and the effort is interpolated linearly between samples.  The error is the
+joint positions' RMS difference over every sample of every segment.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from mb_sim.sim import SimulationError, Simulator
 __all__ = ["ReplayComparison", "replay_error"]
 
 DEFAULT_HORIZON = 1.0
+FINEST_STEP = 1e-3
+"""Replay step [s] for recordings slower than 1 kHz (their efforts interpolated in between)."""
 
 
 @dataclass
@@ -39,7 +44,8 @@ class ReplayComparison:
 def replay_error(urdf: str | Path, signals: JointSignals, horizon: float = DEFAULT_HORIZON) -> ReplayComparison:
     """Replay `signals`' efforts on the model of `urdf` in segments of `horizon` seconds."""
     dt = float(np.median(np.diff(signals.times)))
-    sim = Simulator(urdf, dt=dt)
+    substeps = max(1, int(round(dt / FINEST_STEP)))
+    sim = Simulator(urdf, dt=dt / substeps)
     missing = [j for j in signals.joint_names if j not in sim.actuated_joints]
     if missing:
         raise RecordingError(f"{signals.source}: joints {', '.join(missing)} take no effort in the model of {urdf}")
@@ -47,7 +53,7 @@ def replay_error(urdf: str | Path, signals: JointSignals, horizon: float = DEFAU
     simulated = np.full_like(signals.positions, np.nan)
     velocities = signals.velocities if signals.velocities is not None else np.gradient(signals.positions, dt, axis=0)
     for start in range(0, len(signals.times) - 1, steps):
-        _segment(sim, signals, velocities, start, min(start + steps, len(signals.times) - 1), simulated)
+        _segment(sim, signals, velocities, start, min(start + steps, len(signals.times) - 1), simulated, substeps)
     error = simulated - signals.positions
     done = ~np.isnan(error).any(axis=1)
     error = error[done]
@@ -56,7 +62,7 @@ def replay_error(urdf: str | Path, signals: JointSignals, horizon: float = DEFAU
 
 
 def _segment(sim: Simulator, signals: JointSignals, velocities: np.ndarray, start: int, end: int,
-             simulated: np.ndarray) -> None:
+             simulated: np.ndarray, substeps: int) -> None:
     names = signals.joint_names
     sim.set_state(dict(zip(names, signals.positions[start])), dict(zip(names, velocities[start])),
                   time=float(signals.times[start]))
@@ -64,8 +70,11 @@ def _segment(sim: Simulator, signals: JointSignals, velocities: np.ndarray, star
     index = [sim.joint_indices[j][0] for j in names]
     try:
         for k in range(start, end):
-            sim.set_efforts(dict(zip(names, signals.efforts[k])))
-            sim.step()
+            for j in range(substeps):
+                share = j / substeps if substeps > 1 else 0.0
+                efforts = (1 - share) * signals.efforts[k] + share * signals.efforts[k + 1]
+                sim.set_efforts(dict(zip(names, efforts)))
+                sim.step()
             simulated[k + 1] = sim.q[index]
     except SimulationError:
         simulated[start:end + 1] = np.nan
