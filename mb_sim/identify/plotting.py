@@ -30,6 +30,6 @@ def plot_replays(path: str | os.PathLike, signals: JointSignals, before: ReplayC
         ax.set_ylabel(f"{name}\n[rad or m]")
         ax.legend(loc="upper right", fontsize="small")
     axes[-1].set_xlabel("time [s]")
-    figure.suptitle(f"replay of the recorded efforts in segments (RMS error: URDF {before.total:.3g}, "
+    figure.suptitle(f"recorded efforts replayed, each segment from the recorded state (RMS error: URDF {before.total:.3g}, "
                     f"corrected {after.total:.3g})")
     figure.savefig(path, dpi=100)

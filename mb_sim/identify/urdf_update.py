@@ -18,7 +18,7 @@ from mb_sim.identify.parameters import LinkInertial
 
 __all__ = ["corrected_urdf", "UNCHANGED"]
 
-UNCHANGED = 1e-7
+UNCHANGED = 1e-5
 """Relative change below which a number keeps its original text."""
 _INERTIA_KEYS = (("ixx", 0, 0), ("ixy", 0, 1), ("ixz", 0, 2), ("iyy", 1, 1), ("iyz", 1, 2), ("izz", 2, 2))
 
