@@ -143,3 +143,21 @@ def _diff(old: str, new: str) -> list[str]:
     import difflib
 
     return [line for line in difflib.ndiff(old.splitlines(), new.splitlines()) if line[:2] in ("- ", "+ ")]
+
+
+def test_efforts_from_a_controllers_command_topic(tmp_path):
+    """A ros2_control robot's bag: /joint_states without efforts, the efforts commanded on a
+    Float64MultiArray topic (joints named by the user, in reverse order), the first command 0.5 s
+    in: the samples before it are left out, and the fit is as from the efforts themselves."""
+    from identify_recordings import command_topic_recording
+
+    source = inverse_dynamics_recording(PLANAR, tmp_path / "clean.mcap", duration=8.0)
+    bag = command_topic_recording(source, tmp_path / "bag.mcap", first=500)
+    result = identify(PLANAR, bag, window=0.01, effort_topic="/effort_controller/commands",
+                      effort_joints=["joint3", "joint2", "joint1"])
+    relative, _ = _relative_errors(result)
+    assert relative < 1e-6
+    with pytest.raises(RecordingError, match="name their joints in order"):
+        identify(PLANAR, bag, effort_topic="/effort_controller/commands")
+    with pytest.raises(RecordingError, match="carry no efforts"):
+        identify(PLANAR, bag)

@@ -23,6 +23,11 @@ def add_identify(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("recording", type=Path, metavar="RECORDING", help="an MCAP file (mb-sim simulate --mcap, "
                         "the node's recorder, ros2 bag record -s mcap)")
     parser.add_argument("--topic", default="/joint_states", help="the JointState topic (default /joint_states)")
+    parser.add_argument("--effort-topic", metavar="TOPIC",
+                        help="take the efforts from a controller's command topic (std_msgs/Float64MultiArray or "
+                             "sensor_msgs/JointState), each held until the next, instead of the JointStates' effort")
+    parser.add_argument("--effort-joints", metavar="J1,J2,...", type=lambda text: [j for j in text.split(",") if j],
+                        help="the joints of --effort-topic's Float64MultiArray values, in order")
     parser.add_argument("--window", type=positive, default=None, metavar="S",
                         help="smoothing and differentiation window [s] (default 0.02)")
     parser.add_argument("--output", "-o", type=output_path, metavar="FILE.urdf", help="write the corrected URDF")
@@ -44,6 +49,7 @@ def run_identify(args: argparse.Namespace) -> int:
         raise CommandError("--plot needs --validate (it plots the replays)")
     urdf = Path(robot_path(args.robot))
     result = identify(urdf, args.recording, topic=args.topic, window=args.window or DEFAULT_WINDOW,
+                      effort_topic=args.effort_topic, effort_joints=args.effort_joints,
                       progress=lambda line: note(f"mb-sim identify: {line}"))
     print(result.report())
     print(f"{len(result.changes)} change(s) to the URDF:")
@@ -69,7 +75,8 @@ def _validate(args: argparse.Namespace, urdf: Path, result) -> dict:
     from mb_sim.identify.signals import read_joint_states
     from mb_sim.identify.validation import replay_error
 
-    signals = read_joint_states(args.recording, args.topic)
+    signals = read_joint_states(args.recording, args.topic, args.effort_topic, args.effort_joints)
+    signals = signals.select([j for j in signals.joint_names if j in result.joint_names]).finite()
     with tempfile.TemporaryDirectory() as directory:
         corrected = Path(directory) / urdf.name
         corrected.write_text(result.urdf_text)

@@ -33,6 +33,7 @@ class Identification:
     parameters: np.ndarray  # identified, physically consistent
     agreement: float  # largest |base(parameters) - fit| in standard deviations
     samples: int  # filtered samples the fit used (one per window)
+    joint_names: list[str] = field(default_factory=list)  # the joints identified from, in the recording's order
     urdf_text: str = ""
     changes: list[str] = field(default_factory=list)
 
@@ -62,13 +63,15 @@ class Identification:
 
 
 def identify(urdf: str | Path, recording: str | Path, *, topic: str = "/joint_states", window: float = DEFAULT_WINDOW,
+             effort_topic: str | None = None, effort_joints: list[str] | None = None,
              progress: Callable[[str], None] | None = None) -> Identification:
-    """Identify the inertial and friction parameters of `urdf`'s robot from an MCAP `recording`."""
+    """Identify the inertial and friction parameters of `urdf`'s robot from an MCAP `recording`
+    (efforts from `topic`'s JointStates, or commanded on `effort_topic`: :func:`read_joint_states`)."""
     say = progress or (lambda _: None)
     robot = load_urdf(urdf)
     say(f"deriving the regressor of {robot.name}")
     regressor = NumericRegressor(robot)
-    signals = read_joint_states(recording, topic)
+    signals = read_joint_states(recording, topic, effort_topic, effort_joints)
     result = identify_signals(robot, regressor, signals, window=window, progress=say)
     say("writing the corrected URDF")
     inertials, dissipation = _urdf_values(robot, regressor, result.parameters)
@@ -82,7 +85,7 @@ def identify_signals(robot: Robot, regressor: NumericRegressor, signals: JointSi
     """The steps after reading: filter, regress, fit, make consistent."""
     say = progress or (lambda _: None)
     joints = _check_joints(robot, regressor, signals)
-    filtered = differentiate(signals.select(joints), window)
+    filtered = differentiate(signals.select(joints).finite(), window)
     q, u, a, tau = regressor.arrange(joints, filtered.positions, filtered.velocities, filtered.accelerations,
                                      filtered.efforts)
     say(f"regressor at {len(q)} samples")
@@ -95,7 +98,7 @@ def identify_signals(robot: Robot, regressor: NumericRegressor, signals: JointSi
     prior = prior_parameters(robot, regressor.symbolic)
     say("physically consistent parameters")
     parameters, agreement = consistent_parameters(fit, base, prior, len(regressor.symbolic.bodies))
-    return Identification(base, fit, prior, parameters, agreement, len(tau))
+    return Identification(base, fit, prior, parameters, agreement, len(tau), joints)
 
 
 def structural_base(regressor: NumericRegressor, robot: Robot, rng: np.random.Generator) -> BaseParameters:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from struct import error as struct_error
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,23 @@ class JointSignals:
     efforts: np.ndarray
     source: str = ""
 
+    def finite(self) -> "JointSignals":
+        """The longest stretch of samples where every value is a number (before a controller's
+        first command the efforts are not), or RecordingError naming the joints that have none."""
+        values = [self.positions, self.efforts] + ([] if self.velocities is None else [self.velocities])
+        empty = [j for k, j in enumerate(self.joint_names) if any(np.isnan(x[:, k]).all() for x in values)]
+        if empty:
+            raise RecordingError(f"{self.source}: no values of joints {', '.join(empty)} (positions, velocities or "
+                                 "efforts missing throughout)")
+        good = np.all([np.isfinite(x).all(axis=1) for x in values], axis=0)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], good.astype(int), [0]])))
+        starts, ends = edges[::2], edges[1::2]
+        longest = int(np.argmax(ends - starts))
+        kept = slice(starts[longest], ends[longest])
+        velocities = None if self.velocities is None else self.velocities[kept]
+        return JointSignals(self.times[kept], self.joint_names, self.positions[kept], velocities, self.efforts[kept],
+                            self.source)
+
     def select(self, joints: list[str]) -> "JointSignals":
         """The columns of `joints`, in that order."""
         index = [self.joint_names.index(j) for j in joints]
@@ -46,30 +64,79 @@ class JointSignals:
                             self.source)
 
 
-def read_joint_states(path: str | Path, topic: str = "/joint_states") -> JointSignals:
-    """The JointState messages on `topic` of the MCAP file `path`, as arrays."""
+def read_joint_states(path: str | Path, topic: str = "/joint_states", effort_topic: str | None = None,
+                      effort_joints: list[str] | None = None) -> JointSignals:
+    """The JointState messages on `topic` of the MCAP file `path`, as arrays.
+
+    With `effort_topic`, the efforts come from a controller's command topic instead: a
+    ``std_msgs/msg/Float64MultiArray`` (``forward_command_controller``; one value per joint of
+    `effort_joints`, in that order) or a JointState (efforts by name).  A command holds until the
+    next one, so each sample takes the last command logged at or before it.
+    """
+    path = Path(path)
+    rows: dict[str, list] = {}
+    stamps, logged = [], []
+    for message, decoded in _messages(path, topic, "sensor_msgs/msg/JointState"):
+        stamps.append(_nanoseconds(decoded.header.stamp))
+        logged.append(int(message.log_time))
+        _append(rows, decoded, len(stamps) - 1)
+    if not stamps:
+        raise RecordingError(f"{path}: no JointState messages on topic {topic}")
+    nanoseconds = np.array(stamps if any(stamps) else logged, dtype=np.int64)  # header stamps, else log times
+    signals = _arrays(path, nanoseconds * 1e-9, rows, require_efforts=effort_topic is None)
+    if effort_topic is not None:
+        order = np.argsort(nanoseconds, kind="stable")
+        signals.efforts = _commanded_efforts(path, effort_topic, effort_joints, signals,
+                                             np.array(logged, dtype=np.int64)[order])
+    return signals
+
+
+def _nanoseconds(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def _messages(path: Path, topic: str, kind: str):
+    """(message, decoded) on `topic`, or RecordingError naming the file."""
     from mcap.exceptions import McapError
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
-    path = Path(path)
-    rows: dict[str, list] = {}
-    times = []
     try:
         with open(path, "rb") as stream:
             reader = make_reader(stream, decoder_factories=[DecoderFactory()])
-            for _, channel, message, decoded in reader.iter_decoded_messages(topics=[topic]):
-                stamp = decoded.header.stamp
-                times.append(stamp.sec + 1e-9 * stamp.nanosec if (stamp.sec or stamp.nanosec) else message.log_time * 1e-9)
-                _append(rows, decoded, len(times) - 1)
+            for _, _, message, decoded in reader.iter_decoded_messages(topics=[topic]):
+                yield message, decoded
     except FileNotFoundError:
         raise RecordingError(f"{path}: no such file") from None
-    except (McapError, ValueError, KeyError, AttributeError, EOFError, OSError) as err:
-        raise RecordingError(f"{path}: not a readable MCAP recording of sensor_msgs/msg/JointState on {topic} "
+    except (McapError, ValueError, KeyError, AttributeError, EOFError, OSError, struct_error) as err:
+        raise RecordingError(f"{path}: not a readable MCAP recording of {kind} on {topic} "
                              f"({type(err).__name__}: {err})") from None
+
+
+def _commanded_efforts(path: Path, topic: str, joints: list[str] | None, signals: JointSignals,
+                       logged: np.ndarray) -> np.ndarray:
+    """The efforts commanded on `topic`, held from each command to the next, at the samples: matched
+    by log time (the recorder's clock for both topics; a command topic has no header stamp)."""
+    times, rows = [], []
+    for message, decoded in _messages(path, topic, "std_msgs/msg/Float64MultiArray or sensor_msgs/msg/JointState"):
+        if hasattr(decoded, "name"):  # a JointState: by name
+            values = dict(zip(decoded.name, decoded.effort))
+        else:
+            if not joints or len(decoded.data) != len(joints):
+                raise RecordingError(f"{path}: {topic} carries {len(decoded.data)} efforts per message: name their "
+                                     f"joints in order (--effort-joints j1,j2,...)")
+            values = dict(zip(joints, decoded.data))
+        times.append(int(message.log_time))  # integer ns: exact comparisons
+        rows.append([float(values.get(j, np.nan)) for j in signals.joint_names])
     if not times:
-        raise RecordingError(f"{path}: no JointState messages on topic {topic}")
-    return _arrays(path, np.array(times), rows)
+        raise RecordingError(f"{path}: no commands on topic {topic}")
+    order = np.argsort(times, kind="stable")
+    times, rows = np.array(times, dtype=np.int64)[order], np.array(rows)[order]
+    last = np.searchsorted(times, logged, side="right") - 1
+    efforts = np.where(last[:, None] >= 0, rows[np.maximum(last, 0)], np.nan)
+    if np.isnan(efforts).all(axis=0).all():
+        raise RecordingError(f"{path}: the commands on {topic} name none of the joints of {signals.joint_names}")
+    return efforts
 
 
 def _append(rows: dict, decoded, sample: int) -> None:
@@ -82,7 +149,7 @@ def _at(values, i: int) -> float:
     return float(values[i]) if len(values) > i else math.nan
 
 
-def _arrays(path: Path, times: np.ndarray, rows: dict) -> JointSignals:
+def _arrays(path: Path, times: np.ndarray, rows: dict, require_efforts: bool = True) -> JointSignals:
     """Joints present in every message, samples in time order; NaN where a field was empty."""
     n = len(times)
     names = [name for name, entries in rows.items() if len(entries) == n]
@@ -91,9 +158,9 @@ def _arrays(path: Path, times: np.ndarray, rows: dict) -> JointSignals:
     positions = np.column_stack([data[n_][:, 0] for n_ in names]) if names else np.zeros((n, 0))
     velocities = np.column_stack([data[n_][:, 1] for n_ in names]) if names else np.zeros((n, 0))
     efforts = np.column_stack([data[n_][:, 2] for n_ in names]) if names else np.zeros((n, 0))
-    if names and np.isnan(efforts).all():
+    if require_efforts and names and np.isnan(efforts).all():
         raise RecordingError(f"{path}: the JointState messages carry no efforts: identification needs the "
-                             "applied efforts (record /joint_states with effort, or the command topic)")
+                             "applied efforts (record /joint_states with effort, or give the controller's command topic: --effort-topic)")
     return JointSignals(times[order], names, positions, None if np.isnan(velocities).any() else velocities,
                         efforts, str(path))
 
