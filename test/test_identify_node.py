@@ -1,6 +1,7 @@
 """Identification through the node, as on a real robot: ``mb-sim excite``'s trajectory published on
 ~/joint_trajectory (a real rclpy publisher, the node in its own process), /joint_states received by
-a subscriber and written as a recording, and a wrongly massed URDF corrected from it."""
+a subscriber and written as a recording, and a wrongly massed URDF corrected from it; the node's
+own recording (``record_file``) of the run gives the same fit."""
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def _trajectory(tmp_path: Path) -> JointTrajectory:
 
 def test_an_excitation_run_through_the_node_corrects_a_wrong_urdf(nodes, peer, tmp_path):
     trajectory = _trajectory(tmp_path)
+    node_recording = tmp_path / "node.mcap"
     nodes.get("-p", f"urdf_file:={PLANAR}", "-p", "start_paused:=true", "-p", "real_time_factor:=1.0",
-              "-p", "publish_rate:=100.0")
+              "-p", "publish_rate:=100.0", "-p", f"record_file:={node_recording}")
     states = peer.collect(JointState, "/joint_states")
     publisher = peer.publisher(JointTrajectory, "/mb_sim/joint_trajectory")
     assert peer.spin_until(lambda: publisher.get_subscription_count() > 0, 10.0)
@@ -69,6 +71,12 @@ def test_an_excitation_run_through_the_node_corrects_a_wrong_urdf(nodes, peer, t
     assert before.total > 10 * after.total, (before.total, after.total)
     truth = result.base.of(_urdf_parameters(PLANAR, result))
     assert np.all(np.abs(result.fit.values - truth) <= 0.02 * np.abs(truth).max())
+
+    # the node's own recording of the same run (its recorder writes every /joint_states it published)
+    assert peer.call(SetBool, "/mb_sim/record", SetBool.Request(data=False)).success  # closes the file
+    from_node = identify(heavy, node_recording, window=0.05)
+    np.testing.assert_allclose(from_node.fit.values, result.fit.values, rtol=0.02,
+                               atol=0.01 * np.abs(result.fit.values).max())
 
 
 def _urdf_parameters(path: Path, result) -> np.ndarray:

@@ -136,7 +136,8 @@ def run_excite(args: argparse.Namespace) -> int:
     note(f"mb-sim excite: optimizing {len(regressor.speed_of)} joints' Fourier coefficients "
          f"for {len(base.independent)} base parameters")
     trajectory = design_excitation(robot, regressor, base, prior_parameters(robot, regressor.symbolic),
-                                   duration=args.duration, period=args.period, harmonics=args.harmonics, seed=args.seed)
+                                   duration=args.duration, period=args.period, harmonics=args.harmonics, seed=args.seed,
+                                   progress=lambda line: note(f"mb-sim excite: {line}"))
     message = trajectory_message(trajectory, args.rate)
     text = json.dumps(message) if args.output.suffix == ".json" else _yaml(message)
     args.output.write_text(text)

@@ -14,6 +14,7 @@ several random starts; the result is checked against the limits and refused if i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from scipy.optimize import minimize
@@ -105,7 +106,8 @@ def joint_limits(robot, joints: list[str]) -> _Limits:
 
 def design_excitation(robot, regressor: NumericRegressor, base: BaseParameters, prior: np.ndarray, *,
                       duration: float = 20.0, period: float = 10.0, harmonics: int = 5, samples: int = 120,
-                      starts: int = 2, seed: int = 0, start: dict[str, float] | None = None) -> ExcitationTrajectory:
+                      starts: int = 2, seed: int = 0, start: dict[str, float] | None = None,
+                      progress: Callable[[str], None] | None = None) -> ExcitationTrajectory:
     """The excitation of every one-DoF joint of `robot` (see the module docstring), about `start`
     (joint positions; default the middle of each joint's range)."""
     joints = sorted(regressor.speed_of, key=regressor.speed_of.get)
@@ -129,11 +131,14 @@ def design_excitation(robot, regressor: NumericRegressor, base: BaseParameters, 
         return np.log(_condition(full, base)) + 100.0 * _violation(q, u, tau, limits)
 
     best = None
-    for _ in range(starts):
+    for k in range(starts):
         x0 = rng.uniform(-0.5, 0.5, 2 * n * L)
         result = minimize(objective, x0, method="L-BFGS-B", options={"maxiter": 40})
         if best is None or result.fun < best.fun:
             best = result
+        if progress is not None:
+            progress(f"random start {k + 1} of {starts} optimized (objective: log condition number "
+                     f"plus limit penalties = {result.fun:.3g})")
     fine = np.linspace(0.0, duration, 20 * samples)
     for shrink in 0.97 ** np.arange(40):  # between the optimizer's samples it may overshoot a little
         traj = trajectory(best.x * shrink)

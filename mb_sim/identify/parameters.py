@@ -92,5 +92,20 @@ def split_body(robot: Robot, links: list[tuple[str, np.ndarray, np.ndarray]], pi
     if m <= 0:
         raise ValueError(f"the identified mass of link '{target[0]}' is not positive ({m:g} kg)")
     c = h / m
-    inertia_c = J - m * (c @ c * np.eye(3) - np.outer(c, c))
+    inertia_c = _inside(J - m * (c @ c * np.eye(3) - np.outer(c, c)))
     return target[0], LinkInertial(m, R.T @ (c - r), R.T @ inertia_c @ R)
+
+
+REALIZABLE_MARGIN = 1e-6
+"""Smallest second moment of mass about the mass centre kept, relative to their sum: an identified
+body at the edge of realizability (a thin plate) stays inside it once its numbers are printed."""
+
+
+def _inside(inertia: np.ndarray) -> np.ndarray:
+    """`inertia` (about the mass centre) with its principal second moments Sigma = tr(I)/2 - I at
+    least REALIZABLE_MARGIN of their sum (the triangle inequality with a margin)."""
+    sigma = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+    values, vectors = np.linalg.eigh(sigma)
+    values = np.maximum(values, REALIZABLE_MARGIN * max(values.sum(), 0.0))
+    sigma = (vectors * values) @ vectors.T
+    return np.trace(sigma) * np.eye(3) - sigma

@@ -2,8 +2,10 @@
 
 The file is edited as text, element by element, so everything else (comments, layout,
 attribute order, xacro-expanded parts) stays byte for byte.  A link's inertial keeps its
-``rpy`` (the inertia is written in those axes); a value the identification left where it was
-(within :data:`UNCHANGED` of its scale) keeps its original text.
+``rpy`` (the inertia is written in those axes); a mass or centre of mass coordinate the
+identification left where it was (within :data:`UNCHANGED` of its scale) keeps its original
+text, and so does the inertia if all six entries did (a mix of old and new entries might not be
+a realizable inertia).
 """
 from __future__ import annotations
 
@@ -69,6 +71,8 @@ def _inertial(body: str, name: str, new: LinkInertial, changes: list[str]) -> st
     mass = _keep(texts["mass"], old.mass, new.mass, max(old.mass, 1e-12))
     xyz = [_keep(t, o, v, length) for t, o, v in zip(texts["xyz"], old.com, new.com)]
     entries = {k: _keep(texts[k], old.inertia_in_frame[i, j], inertia[i, j], scale) for k, i, j in _INERTIA_KEYS}
+    if any(entries[k] != texts[k] for k in entries):  # all new or none: a mix may not be realizable
+        entries = {k: _number(inertia[i, j]) for k, i, j in _INERTIA_KEYS}
     pad = _indent(body)
     inner = pad + "  "
     element = (f"<inertial>\n{inner}<origin xyz=\"{' '.join(xyz)}\" rpy=\"{' '.join(texts['rpy'])}\"/>\n"
