@@ -60,41 +60,13 @@ def inverse_dynamics_recording(urdf: str | Path, path: Path, duration: float = 1
     return write(path, times, joints, q, u, efforts)
 
 
-def simulated_recording(urdf: str | Path, path: Path, duration: float = 20.0, dt: float = 1e-3) -> Path:
+def simulated_recording(urdf: str | Path, path: Path, duration: float = 20.0, dt: float = 1e-3,
+                        command_topic: str | None = None) -> Path:
     """The robot of `urdf` run forward tracking an excitation designed on it (module docstring)."""
     robot = load_urdf(urdf)
     regressor = NumericRegressor(robot)
     base = structural_base(regressor, robot, np.random.default_rng(0))
     trajectory = design_excitation(robot, regressor, base, prior_parameters(robot, regressor.symbolic),
                                    duration=duration)
-    return rehearse(urdf, trajectory, path, dt)
+    return rehearse(urdf, trajectory, path, dt, command_topic=command_topic)
 
-
-def command_topic_recording(source: Path, path: Path, topic: str = "/effort_controller/commands",
-                            reverse: bool = True, first: int = 0) -> Path:
-    """`source`'s recording rewritten as a ros2_control robot's bag would be: /joint_states without
-    efforts, and the efforts as ``std_msgs/Float64MultiArray`` commands on `topic` (joints in reverse
-    order when `reverse`), the first command at sample `first`."""
-    from mcap_ros2.writer import Writer
-
-    from mb_sim.identify.signals import read_joint_states
-    from mb_sim.sim.recording import message_definition
-
-    signals = read_joint_states(source)
-    order = slice(None, None, -1) if reverse else slice(None)
-    with open(path, "wb") as stream, Writer(stream) as writer:
-        states = writer.register_msgdef("sensor_msgs/msg/JointState", message_definition("sensor_msgs/msg/JointState"))
-        commands = writer.register_msgdef("std_msgs/msg/Float64MultiArray",
-                                          message_definition("std_msgs/msg/Float64MultiArray"))
-        for k, t in enumerate(signals.times):
-            ns = round(float(t) * 1e9)
-            stamp = {"sec": ns // 10 ** 9, "nanosec": ns % 10 ** 9}
-            writer.write_message("/joint_states", states, {
-                "header": {"stamp": stamp, "frame_id": ""}, "name": signals.joint_names,
-                "position": signals.positions[k].tolist(), "velocity": signals.velocities[k].tolist(), "effort": []},
-                log_time=ns, publish_time=ns)
-            if k >= first:
-                writer.write_message(topic, commands, {"layout": {"dim": [], "data_offset": 0},
-                                                       "data": signals.efforts[k][order].tolist()},
-                                     log_time=ns, publish_time=ns)
-    return path

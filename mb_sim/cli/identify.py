@@ -84,8 +84,14 @@ def _validate(args: argparse.Namespace, urdf: Path, result) -> dict:
         before = replay_error(urdf, signals, args.horizon)
         note("mb-sim identify: replaying them on the corrected URDF")
         after = replay_error(corrected, signals, args.horizon)
+    ratio = before.total / max(after.total, 1e-300)
+    verdict = f"{ratio:.3g}x closer" if ratio >= 1 else f"{1 / ratio:.3g}x farther: the corrected URDF replays worse"
     print(f"replay error (RMS of joint positions, {args.horizon:g} s segments): "
-          f"URDF {before.total:.4g}, corrected {after.total:.4g} ({before.total / max(after.total, 1e-300):.3g}x)")
+          f"URDF {before.total:.4g}, corrected {after.total:.4g} ({verdict})")
+    for label, comparison in (("URDF", before), ("corrected URDF", after)):
+        if comparison.failed_samples:
+            print(f"  the replay on the {label} failed in segments covering {comparison.failed_samples} samples "
+                  "(left out of its error)")
     if args.plot:
         from mb_sim.identify.plotting import plot_replays
 

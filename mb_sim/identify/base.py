@@ -20,6 +20,9 @@ __all__ = ["BaseParameters", "base_parameters"]
 
 RANK_TOLERANCE = 1e-8
 """A column counts as independent where its pivot exceeds this fraction of the largest."""
+NOISE_COLUMN = 1e-10
+"""A column whose norm is below this fraction of the largest column's is rounding noise (a
+parameter the motion does not reveal: its exact value is zero), not a base parameter."""
 
 
 @dataclass
@@ -51,7 +54,8 @@ class BaseParameters:
 def base_parameters(stacked: np.ndarray, names: list[str]) -> BaseParameters:
     """Base parameters from a regressor stacked over many states (rows) with `names` per column."""
     scale = np.linalg.norm(stacked, axis=0)
-    scale[scale == 0] = 1.0
+    stacked = np.where(scale > NOISE_COLUMN * scale.max(initial=0.0), stacked, 0.0)  # rounding noise is zero
+    scale[scale <= NOISE_COLUMN * scale.max(initial=0.0)] = 1.0
     _, R, order = qr(stacked / scale, mode="economic", pivoting=True)
     diagonal = np.abs(np.diag(R))
     rank = int(np.sum(diagonal > RANK_TOLERANCE * diagonal[0])) if diagonal.size and diagonal[0] > 0 else 0

@@ -58,9 +58,9 @@ def weighted_fit(W: np.ndarray, tau: np.ndarray) -> BaseFit:
     beta = np.linalg.lstsq(weighted, target * weights, rcond=None)[0]
     residual = (target - flat @ beta).reshape(N, n)
     information = weighted.T @ weighted
-    covariance = np.linalg.pinv(information)
     scale = np.linalg.norm(weighted, axis=0)
     scale[scale == 0] = 1.0
+    covariance = np.linalg.pinv(information / np.outer(scale, scale)) / np.outer(scale, scale)  # scaled: no cutoff
     condition = float(np.linalg.cond(weighted / scale))
     joint = np.sqrt((residual ** 2).mean(axis=0))
     return BaseFit(beta, np.sqrt(np.abs(np.diag(covariance))), condition, joint, information)
@@ -69,14 +69,15 @@ def weighted_fit(W: np.ndarray, tau: np.ndarray) -> BaseFit:
 def _factor(theta: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """U of the log-Cholesky numbers (alpha, d1..d3, s12, s23, s13, t1..t3) and dU/dtheta."""
     alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3 = theta
+    clipped = np.abs([alpha, d1, d2, d3]) > LOG_BOUND
     alpha, d1, d2, d3 = np.clip([alpha, d1, d2, d3], -LOG_BOUND, LOG_BOUND)
     e = np.exp(alpha)
     U = e * np.array([[np.exp(d1), s12, s13, t1], [0, np.exp(d2), s23, t2], [0, 0, np.exp(d3), t3], [0, 0, 0, 1.0]])
     places = [None, (0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2), (0, 3), (1, 3), (2, 3)]
-    derivatives = [U]
+    derivatives = [U * (not clipped[0])]
     for k, (i, j) in enumerate(places[1:], start=1):
         dU = np.zeros((4, 4))
-        dU[i, j] = U[i, j] if k <= 3 else e  # exp(d) entries differentiate to themselves
+        dU[i, j] = (U[i, j] * (not clipped[k])) if k <= 3 else e  # exp(d) entries differentiate to themselves
         derivatives.append(dU)
     return U, derivatives
 
@@ -125,13 +126,16 @@ recording) stalls in the narrow valley the whitening makes."""
 
 
 def consistent_parameters(fit: BaseFit, base: BaseParameters, prior: np.ndarray, n_bodies: int,
-                          prior_weight: float = 1e-6) -> tuple[np.ndarray, float]:
+                          prior_weight: float = 1e-6, fixed: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Standard parameters, physically consistent, closest to the fit (see the module docstring).
 
     Returns them and how far their base parameters are from the fitted ones: the largest
     difference in units of the fit's standard deviation (at least 1e-6 of the parameter's size).
     The first ``10 n_bodies`` entries are the bodies', then damping and friction per joint.
+    `fixed` (10 per body) are the parts of each body that keep their values (links merged into it
+    other than the one that changes): the changing part is what must be realizable.
     """
+    fixed = np.zeros(10 * n_bodies) if fixed is None else fixed
     scale = np.maximum(np.abs(prior), 1e-3 * max(np.abs(prior).max(), 1e-9))
     n_body = 10 * n_bodies
     mixing = np.zeros((len(fit.values), len(prior)))  # base.of as a matrix
@@ -139,22 +143,24 @@ def consistent_parameters(fit: BaseFit, base: BaseParameters, prior: np.ndarray,
     mixing[:, base.dependent] = base.mixing
     start = _start(prior, mixing, fit.values, scale)
     floor = 1e-9 * max(np.abs(prior[:n_body]).max(initial=0.0), 1e-6)
-    theta = np.concatenate([*(_cholesky_from_body(start[10 * b:10 * b + 10], floor) for b in range(n_bodies)),
+    theta = np.concatenate([*(_cholesky_from_body(start[10 * b:10 * b + 10] - fixed[10 * b:10 * b + 10], floor)
+                              for b in range(n_bodies)),
                             np.sqrt(np.maximum(start[n_body:], FRICTION_START))])
     covariance = np.linalg.pinv(fit.information)
     size = np.maximum(np.abs(fit.values), 1e-3 * max(np.abs(fit.values).max(), 1e-12))
     for precision in PRECISIONS:
         information = np.linalg.inv(covariance + np.diag((precision * size) ** 2))
-        theta = _solve(theta, information, mixing, fit.values, prior, scale, n_bodies, prior_weight)
-    pi = _parameters(theta, n_bodies, len(prior))[0]
+        theta = _solve(theta, information, mixing, fit.values, prior, scale, n_bodies, prior_weight, fixed)
+    pi = _parameters(theta, n_bodies, len(prior), fixed)[0]
     return pi, float(np.max(np.abs(mixing @ pi - fit.values) / np.maximum(fit.deviations, PRECISIONS[-1] * size)))
 
 
-def _parameters(theta: np.ndarray, n_bodies: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+def _parameters(theta: np.ndarray, n_bodies: int, count: int, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Standard parameters of the optimizer's variables and their Jacobian."""
     n_body = 10 * n_bodies
     bodies = [_body_from_cholesky(theta[10 * b:10 * b + 10]) for b in range(n_bodies)]
     pi = np.concatenate([*(value for value, _ in bodies), theta[n_body:] ** 2])
+    pi[:n_body] += fixed
     d_pi = np.zeros((count, len(theta)))
     for b, (_, jacobian) in enumerate(bodies):
         d_pi[10 * b:10 * b + 10, 10 * b:10 * b + 10] = jacobian
@@ -162,18 +168,18 @@ def _parameters(theta: np.ndarray, n_bodies: int, count: int) -> tuple[np.ndarra
     return pi, d_pi
 
 
-def _solve(theta0, information, mixing, values, prior, scale, n_bodies, prior_weight) -> np.ndarray:
+def _solve(theta0, information, mixing, values, prior, scale, n_bodies, prior_weight, fixed) -> np.ndarray:
     """One least-squares solve: the fit whitened by `information`, plus the prior's pull."""
     whiten = np.linalg.cholesky(information).T
     weight = np.sqrt(prior_weight * max(np.linalg.eigvalsh(information).min(), 0.0) / max(len(prior), 1))
     top, target = whiten @ mixing, whiten @ values
 
     def residuals(theta):
-        pi, _ = _parameters(theta, n_bodies, len(prior))
+        pi, _ = _parameters(theta, n_bodies, len(prior), fixed)
         return np.concatenate([top @ pi - target, weight * (pi - prior) / scale])
 
     def jacobian(theta):
-        _, d_pi = _parameters(theta, n_bodies, len(prior))
+        _, d_pi = _parameters(theta, n_bodies, len(prior), fixed)
         return np.vstack([top @ d_pi, (weight / scale)[:, None] * d_pi])
 
     # the fit's part converges fast; what the prior alone decides may crawl along flat valleys, and

@@ -9,7 +9,7 @@ import numpy as np
 
 from mb_sim.identify.base import BaseParameters, base_parameters
 from mb_sim.identify.fit import BaseFit, consistent_parameters, weighted_fit
-from mb_sim.identify.parameters import merged_links, prior_parameters, split_body
+from mb_sim.identify.parameters import fixed_parts, merged_links, prior_parameters, split_body
 from mb_sim.identify.regressor import NumericRegressor
 from mb_sim.identify.signals import JointSignals, RecordingError, differentiate, read_joint_states
 from mb_sim.identify.urdf_update import corrected_urdf
@@ -58,7 +58,8 @@ class Identification:
                      "standard deviations of the fit")
         if self.agreement > 3:
             lines.append("warning: no physically consistent set reproduces the fit within 3 standard deviations: "
-                         "the recording disagrees with a rigid-body model (unmodelled loads, bad efforts or time stamps?)")
+                         "the recording disagrees with a rigid-body model (unmodelled loads, bad efforts or time stamps?), "
+                         "or a link fixed to a body, which keeps its URDF values, is wrong")
         return "\n".join(lines)
 
 
@@ -85,7 +86,14 @@ def identify_signals(robot: Robot, regressor: NumericRegressor, signals: JointSi
     """The steps after reading: filter, regress, fit, make consistent."""
     say = progress or (lambda _: None)
     joints = _check_joints(robot, regressor, signals)
-    filtered = differentiate(signals.select(joints).finite(), window)
+    usable = signals.select(joints).finite()
+    if len(usable.times) < len(signals.times):
+        say(f"kept the longest stretch of samples where every value is a number: {len(usable.times)} of "
+            f"{len(signals.times)} ({usable.times[0]:.3f} s to {usable.times[-1]:.3f} s)")
+    usable, note = usable.uniform()
+    if note:
+        say(note)
+    filtered = differentiate(usable.check_efforts(), window)
     q, u, a, tau = regressor.arrange(joints, filtered.positions, filtered.velocities, filtered.accelerations,
                                      filtered.efforts)
     say(f"regressor at {len(q)} samples")
@@ -97,7 +105,8 @@ def identify_signals(robot: Robot, regressor: NumericRegressor, signals: JointSi
     fit = weighted_fit(W, tau)
     prior = prior_parameters(robot, regressor.symbolic)
     say("physically consistent parameters")
-    parameters, agreement = consistent_parameters(fit, base, prior, len(regressor.symbolic.bodies))
+    parameters, agreement = consistent_parameters(fit, base, prior, len(regressor.symbolic.bodies),
+                                                  fixed=fixed_parts(robot, regressor.symbolic))
     return Identification(base, fit, prior, parameters, agreement, len(tau), joints)
 
 

@@ -8,7 +8,8 @@ import numpy as np
 from mb_sim.model import JointDissipation, Robot
 from mb_sim.symbolic.regressor import BODY_PARAMETERS, Regressor
 
-__all__ = ["LinkInertial", "body_vector", "body_parts", "prior_parameters", "split_body", "pseudo_inertia"]
+__all__ = ["LinkInertial", "body_vector", "body_parts", "fixed_parts", "prior_parameters", "split_body",
+           "pseudo_inertia"]
 
 
 @dataclass
@@ -80,13 +81,31 @@ def prior_parameters(robot: Robot, regressor: Regressor) -> np.ndarray:
     return np.concatenate(values) if values else np.zeros(0)
 
 
+def _target(robot: Robot, links: list[tuple[str, np.ndarray, np.ndarray]]) -> tuple[str, np.ndarray, np.ndarray]:
+    """The link of a body that takes its change: its heaviest."""
+    return max(links, key=lambda item: link_inertial(robot, item[0]).mass)
+
+
+def _rest(robot: Robot, links: list[tuple[str, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The ten parameters of a body's links other than its target, which keep their values."""
+    target = _target(robot, links)[0]
+    return sum((_about_origin(link_inertial(robot, n), R, r) for n, R, r in links if n != target),
+               np.zeros(len(BODY_PARAMETERS)))
+
+
+def fixed_parts(robot: Robot, regressor: Regressor) -> np.ndarray:
+    """Per body, the parameters of the links that keep their values (all but the target), so
+    physical consistency is asked of the target link itself, not only of the merged body."""
+    return np.concatenate([_rest(robot, links) for links in merged_links(robot, regressor).values()]) \
+        if regressor.bodies else np.zeros(0)
+
+
 def split_body(robot: Robot, links: list[tuple[str, np.ndarray, np.ndarray]], pi: np.ndarray
                ) -> tuple[str, LinkInertial]:
     """The link of a body that takes the change to `pi` (its heaviest), with its new inertial: the
     body's parameters less the other links', in that link's frame."""
-    target = max(links, key=lambda item: link_inertial(robot, item[0]).mass)
-    rest = sum((_about_origin(link_inertial(robot, n), R, r) for n, R, r in links if n != target[0]),
-               np.zeros(len(BODY_PARAMETERS)))
+    target = _target(robot, links)
+    rest = _rest(robot, links)
     m, h, J = body_parts(pi - rest)
     _, R, r = target
     if m <= 0:

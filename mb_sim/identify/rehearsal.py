@@ -4,8 +4,10 @@ excitation trajectory, recorded as the real robot's run would be.
 The simulator stands in for the robot: RK4 at the recording's step, efforts from a computed-torque
 controller (the URDF's own inverse dynamics along the trajectory, through the regressor) plus a PD
 correction with gains scaled by each joint's inertia at the start (a discrete PD stable whatever
-the link's size), held over each step, clamped to the effort limits as the simulator clamps them,
-and recorded as applied.  Identifying from it tells whether the trajectory excites every base
+the link's size), held over each step and clamped to the effort limits as the simulator clamps
+them.  The effort recorded at t_k is what a measurement at that instant means for a held effort:
+the mean of the efforts held before and after it (the state's acceleration there, as a centred
+filter estimates it, is the mean of the two).  Identifying from it tells whether the trajectory excites every base
 parameter before the real robot moves; identifying a deliberately wrong URDF from it shows what
 the correction does (docs/identify.md).
 """
@@ -35,8 +37,10 @@ def write_joint_states(path: str | Path, times: np.ndarray, joints: list[str], p
 
 
 def rehearse(urdf: str | Path, trajectory: ExcitationTrajectory, path: str | Path, dt: float = 1e-3,
-             bandwidth: float = 20.0) -> Path:
-    """Run the robot of `urdf` through `trajectory` (module docstring) and write the MCAP at `path`."""
+             bandwidth: float = 20.0, command_topic: str | None = None) -> Path:
+    """Run the robot of `urdf` through `trajectory` (module docstring) and write the MCAP at `path`;
+    with `command_topic`, as a ros2_control robot's bag: /joint_states without efforts and each
+    held effort as a ``std_msgs/Float64MultiArray`` command on that topic (joints in trajectory order)."""
     robot = load_urdf(urdf)
     regressor = NumericRegressor(robot)
     joints = trajectory.joint_names
@@ -59,4 +63,28 @@ def rehearse(urdf: str | Path, trajectory: ExcitationTrajectory, path: str | Pat
         applied = dict(zip(sim.actuated_joints, sim.efforts))  # after the effort limits' clamp
         efforts[k] = [applied[j] for j in joints]
         sim.step()
+    if command_topic is not None:
+        return _write_commanded(path, times, joints, q, u, efforts, command_topic)
+    held = efforts.copy()  # held over [t_k, t_k+1): at t_k the mean of the efforts before and after
+    efforts[1:] = 0.5 * (held[:-1] + held[1:])
     return write_joint_states(path, times, joints, q, u, efforts)
+
+
+def _write_commanded(path, times, joints, q, u, commands, topic: str) -> Path:
+    from mcap_ros2.writer import Writer
+
+    from mb_sim.sim.recording import message_definition
+
+    with open(path, "wb") as stream, Writer(stream) as writer:
+        states = writer.register_msgdef("sensor_msgs/msg/JointState", message_definition("sensor_msgs/msg/JointState"))
+        arrays = writer.register_msgdef("std_msgs/msg/Float64MultiArray",
+                                        message_definition("std_msgs/msg/Float64MultiArray"))
+        for k, t in enumerate(times):
+            ns = round(float(t) * 1e9)
+            stamp = {"sec": ns // 10 ** 9, "nanosec": ns % 10 ** 9}
+            writer.write_message("/joint_states", states, {
+                "header": {"stamp": stamp, "frame_id": ""}, "name": list(joints), "position": q[k].tolist(),
+                "velocity": u[k].tolist(), "effort": []}, log_time=ns, publish_time=ns)
+            writer.write_message(topic, arrays, {"layout": {"dim": [], "data_offset": 0}, "data": commands[k].tolist()},
+                                 log_time=ns, publish_time=ns)
+    return Path(path)

@@ -4,10 +4,8 @@ Positions, velocities and efforts come from ``sensor_msgs/msg/JointState`` messa
 recordings, the node's recorder and ``ros2 bag record`` in MCAP all store them), by joint name and
 in header-stamp order.  Differentiation and smoothing use Savitzky-Golay filters (local
 polynomial fits over a centred window, so zero-phase): positions give velocities where the
-recording has none, velocities give accelerations.  The efforts are left as measured: least
-squares averages their noise without bias, while smoothing them would smear what is not smooth
-(Coulomb friction turning at a reversal) and leave a bias the regressor, evaluated on smoothed
-states, cannot follow.
+recording has none, velocities give accelerations.  The efforts and the regressor's columns then
+pass through one same filter (:class:`FilteredSignals`), so the equation they satisfy is kept.
 """
 from __future__ import annotations
 
@@ -38,6 +36,45 @@ class JointSignals:
     velocities: np.ndarray | None
     efforts: np.ndarray
     source: str = ""
+
+    def uniform(self) -> tuple["JointSignals", str]:
+        """Evenly spaced samples: the longest stretch without a gap (a step over 1.5 times the
+        median: lost messages), resampled onto the median step where stamps jitter (linear
+        interpolation); and a line saying what was done ('' if nothing)."""
+        steps = np.diff(self.times)
+        if len(steps) == 0 or steps.min() <= 0:
+            raise RecordingError(f"{self.source}: the time stamps do not increase (repeated or out of order: "
+                                 "a reset or a restart in the recording?)")
+        dt = float(np.median(steps))
+        cuts = np.flatnonzero(steps > 1.5 * dt)
+        bounds = np.concatenate([[0], cuts + 1, [len(self.times)]])
+        longest = int(np.argmax(np.diff(bounds)))
+        part = slice(bounds[longest], bounds[longest + 1])
+        notes = []
+        if len(cuts):
+            notes.append(f"{len(cuts)} gaps (lost messages): kept the longest stretch without one, "
+                         f"{part.stop - part.start} of {len(self.times)} samples")
+        times = self.times[part]
+        grid = times[0] + dt * np.arange(int(np.floor((times[-1] - times[0]) / dt + 1e-9)) + 1)
+        if np.abs(np.diff(times) - dt).max(initial=0.0) <= 1e-6 * dt:
+            grid = times
+        else:
+            notes.append(f"stamps jitter by up to {np.abs(np.diff(times) - dt).max():.2g} s: resampled every {dt:.6g} s")
+
+        def resample(x):
+            return x[part] if grid is times else np.column_stack([np.interp(grid, times, x[part][:, k])
+                                                                  for k in range(x.shape[1])])
+        velocities = None if self.velocities is None else resample(self.velocities)
+        return (JointSignals(grid, self.joint_names, resample(self.positions), velocities, resample(self.efforts),
+                             self.source), "; ".join(notes))
+
+    def check_efforts(self) -> "JointSignals":
+        """Refuse efforts that cannot carry the dynamics (all zero: a driver without torque sensing)."""
+        silent = [j for k, j in enumerate(self.joint_names) if not np.any(self.efforts[:, k])]
+        if silent:
+            raise RecordingError(f"{self.source}: the efforts of joints {', '.join(silent)} are zero throughout "
+                                 "(a driver that reports no torque?): identification needs the applied efforts")
+        return self
 
     def finite(self) -> "JointSignals":
         """The longest stretch of samples where every value is a number (before a controller's
@@ -71,7 +108,8 @@ def read_joint_states(path: str | Path, topic: str = "/joint_states", effort_top
     With `effort_topic`, the efforts come from a controller's command topic instead: a
     ``std_msgs/msg/Float64MultiArray`` (``forward_command_controller``; one value per joint of
     `effort_joints`, in that order) or a JointState (efforts by name).  A command holds until the
-    next one, so each sample takes the last command logged at or before it.
+    next one; a sample takes the mean of the commands held just before and just after it (its
+    acceleration, as a centred filter estimates it, is the mean of the two).
     """
     path = Path(path)
     rows: dict[str, list] = {}
@@ -119,8 +157,11 @@ def _commanded_efforts(path: Path, topic: str, joints: list[str] | None, signals
     by log time (the recorder's clock for both topics; a command topic has no header stamp)."""
     times, rows = [], []
     for message, decoded in _messages(path, topic, "std_msgs/msg/Float64MultiArray or sensor_msgs/msg/JointState"):
-        if hasattr(decoded, "name"):  # a JointState: by name
+        if hasattr(decoded, "name") and hasattr(decoded, "effort"):  # a JointState: by name
             values = dict(zip(decoded.name, decoded.effort))
+        elif not hasattr(decoded, "data") or not all(isinstance(v, float) for v in decoded.data):
+            raise RecordingError(f"{path}: {topic} carries neither std_msgs/msg/Float64MultiArray nor "
+                                 f"sensor_msgs/msg/JointState messages ({type(decoded).__name__})")
         else:
             if not joints or len(decoded.data) != len(joints):
                 raise RecordingError(f"{path}: {topic} carries {len(decoded.data)} efforts per message: name their "
@@ -132,8 +173,12 @@ def _commanded_efforts(path: Path, topic: str, joints: list[str] | None, signals
         raise RecordingError(f"{path}: no commands on topic {topic}")
     order = np.argsort(times, kind="stable")
     times, rows = np.array(times, dtype=np.int64)[order], np.array(rows)[order]
-    last = np.searchsorted(times, logged, side="right") - 1
-    efforts = np.where(last[:, None] >= 0, rows[np.maximum(last, 0)], np.nan)
+
+    def held(side: str) -> np.ndarray:
+        last = np.searchsorted(times, logged, side=side) - 1
+        return np.where(last[:, None] >= 0, rows[np.maximum(last, 0)], np.nan)
+
+    efforts = 0.5 * (held("left") + held("right"))  # the commands held just before and just after each sample
     if np.isnan(efforts).all(axis=0).all():
         raise RecordingError(f"{path}: the commands on {topic} name none of the joints of {signals.joint_names}")
     return efforts
@@ -173,7 +218,8 @@ class FilteredSignals:
     ``filter(tau) = filter(Y) pi`` holds exactly whatever Y's nonlinearity, so the efforts' noise
     is smoothed without the bias smoothing them alone would leave (Coulomb friction turning at a
     reversal).  Filtered samples are kept one window apart (decimation), so their residuals are
-    nearly independent and the least squares' standard deviations honest.
+    nearly independent, as the least squares' standard deviations assume (they measure noise, not
+    systematic error such as an unmodelled load).
     """
 
     times: np.ndarray
@@ -214,5 +260,6 @@ def _uniform_step(signals: JointSignals) -> float:
     dt = float(np.median(steps))
     if np.abs(steps - dt).max() > 0.05 * dt:
         raise RecordingError(f"{signals.source}: samples are not evenly spaced in time (steps from "
-                             f"{steps.min():g} s to {steps.max():g} s): identification needs a fixed rate")
+                             f"{steps.min():g} s to {steps.max():g} s): identification needs a fixed rate "
+                             "(JointSignals.uniform resamples)")
     return dt

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from xml.sax.saxutils import escape
 from pathlib import Path
 
 import numpy as np
@@ -37,21 +38,35 @@ def corrected_urdf(source: Path, inertials: dict[str, LinkInertial], dissipation
     changes: list[str] = []
     for name, inertial in inertials.items():
         text = _edit_element(text, "link", name, lambda body: _inertial(body, name, inertial, changes))
+    scale = max((abs(v) for pair in dissipation.values() for v in pair), default=0.0)
     for name, (damping, friction) in dissipation.items():
-        text = _edit_element(text, "joint", name, lambda body: _dynamics(body, name, damping, friction, changes))
+        text = _edit_element(text, "joint", name, lambda body: _dynamics(body, name, damping, friction, scale, changes))
     return text, changes
 
 
+_HIDDEN = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<(transmission|gazebo|ros2_control|mb_sim)\b.*?</\1\s*>", re.S)
+"""What a search for a robot's own ``<link>`` or ``<joint>`` must not look into: comments, CDATA,
+and elements whose children name links and joints too (a transmission's ``<joint name>``)."""
+
+
+def _shadow(text: str) -> str:
+    """`text` with the hidden parts blanked (same length, so offsets carry over)."""
+    return _HIDDEN.sub(lambda m: " " * len(m.group(0)), text)
+
+
 def _edit_element(text: str, tag: str, name: str, edit) -> str:
-    """`text` with the inside of ``<tag name="name"> ... </tag>`` replaced by ``edit(inside)``."""
-    start = re.compile(rf"<{tag}\s[^>]*?name\s*=\s*(['\"]){re.escape(name)}\1[^>]*?(/?)>", re.S)
-    match = start.search(text)
+    """`text` with the inside of the robot's ``<tag name="name"> ... </tag>`` replaced by ``edit(inside)``."""
+    written = escape(name, {'"': "&quot;", "'": "&apos;"})
+    names = "|".join(re.escape(n) for n in {name, written, escape(name)})
+    start = re.compile(rf"<{tag}\s[^>]*?name\s*=\s*(['\"])(?:{names})\1[^>]*?(/?)>", re.S)
+    shadow = _shadow(text)
+    match = start.search(shadow)
     if match is None:
         raise ValueError(f"no <{tag} name=\"{name}\"> in the URDF")
     if match.group(2):  # <link name="x"/>: open it
-        opening = match.group(0)[:-2].rstrip() + ">"
+        opening = text[match.start():match.end() - 2].rstrip() + ">"
         return text[:match.start()] + opening + edit("\n") + f"</{tag}>" + text[match.end():]
-    close = text.index(f"</{tag}>", match.end())
+    close = shadow.index(f"</{tag}>", match.end())
     return text[:match.end()] + edit(text[match.end():close]) + text[close:]
 
 
@@ -61,8 +76,8 @@ def _indent(body: str) -> str:
 
 
 def _inertial(body: str, name: str, new: LinkInertial, changes: list[str]) -> str:
-    block = re.search(r"<inertial\b.*?</inertial>|<inertial\b[^>]*/>", body, re.S)
-    old_element = ET.fromstring(block.group(0)) if block else ET.Element("inertial")
+    block = re.search(r"<inertial\b.*?</inertial>|<inertial\b[^>]*/>", _shadow(body), re.S)
+    old_element = ET.fromstring(body[block.start():block.end()]) if block else ET.Element("inertial")
     old, rpy, texts = _read_inertial(old_element)
     R = euler2mat(*rpy, axes="sxyz")
     inertia = R.T @ new.inertia @ R  # in the inertial frame's axes, as the file gives it
@@ -118,12 +133,14 @@ def _read_inertial(element: ET.Element):
     return old, rpy, texts
 
 
-def _dynamics(body: str, name: str, damping: float, friction: float, changes: list[str]) -> str:
-    element = re.search(r"<dynamics\b[^>]*?/>|<dynamics\b.*?</dynamics>", body, re.S)
-    old = ET.fromstring(element.group(0)) if element else ET.Element("dynamics")
+def _dynamics(body: str, name: str, damping: float, friction: float, scale: float, changes: list[str]) -> str:
+    """The joint's <dynamics> with the new values; a value within UNCHANGED of the robot's largest
+    damping or friction (`scale`) of its old one keeps its text (0 -> 4e-11 is not a change)."""
+    element = re.search(r"<dynamics\b[^>]*?/>|<dynamics\b.*?</dynamics>", _shadow(body), re.S)
+    old = ET.fromstring(body[element.start():element.end()]) if element else ET.Element("dynamics")
     texts = [old.get("damping", "0"), old.get("friction", "0")]
-    new = [_keep(texts[0], float(texts[0]), damping, max(abs(damping), 1e-12)),
-           _keep(texts[1], float(texts[1]), friction, max(abs(friction), 1e-12))]
+    new = [_keep(texts[0], float(texts[0]), damping, max(scale, 1e-12)),
+           _keep(texts[1], float(texts[1]), friction, max(scale, 1e-12))]
     if new == texts:
         return body
     changes.append(f"joint '{name}' damping {texts[0]} -> {new[0]}, friction {texts[1]} -> {new[1]}")

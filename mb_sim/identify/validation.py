@@ -3,10 +3,10 @@
 An open-loop replay of a long recording drifts away from it however good the model (a robot
 under effort control is not stable on its own), so the recording is cut into segments of
 `horizon` seconds: each starts from the recorded positions and velocities and runs the recorded
-efforts with RK4.  At 1 kHz or faster the step is the recording's and each effort is held over
-its sample (as a controller holds its command, and as mb_sim's own recordings were made); slower
-recordings (a robot's /joint_states at 100 Hz) are samples of an effort that changed in between:
-the step is about 1 ms and the effort is interpolated linearly between samples.  The error is the
+efforts with RK4, at the recording's step when it is 1 ms or shorter, else at about 1 ms; each
+step takes the effort interpolated linearly to its middle (the recorded efforts are samples of an
+effort that changes in between; a held one is recorded as the mean about each switch, which this
+turns back into the held value to second order).  The error is the
 joint positions' RMS difference over every sample of every segment.
 """
 from __future__ import annotations
@@ -35,6 +35,7 @@ class ReplayComparison:
     largest: np.ndarray
     times: np.ndarray
     simulated: np.ndarray  # (samples, joints) positions the model gave (NaN where a segment failed)
+    failed_samples: int = 0  # samples of segments whose simulation failed (left out of the errors)
 
     @property
     def total(self) -> float:
@@ -56,9 +57,12 @@ def replay_error(urdf: str | Path, signals: JointSignals, horizon: float = DEFAU
         _segment(sim, signals, velocities, start, min(start + steps, len(signals.times) - 1), simulated, substeps)
     error = simulated - signals.positions
     done = ~np.isnan(error).any(axis=1)
+    if not done[1:].any():
+        raise RecordingError(f"{signals.source}: the replay on {urdf} failed in every segment (the simulation "
+                             "diverged): no replay error to report")
     error = error[done]
     return ReplayComparison(list(signals.joint_names), np.sqrt(np.mean(error ** 2, axis=0)), np.abs(error).max(axis=0),
-                            signals.times, simulated)
+                            signals.times, simulated, int(np.sum(~done)))
 
 
 def _segment(sim: Simulator, signals: JointSignals, velocities: np.ndarray, start: int, end: int,
@@ -71,7 +75,7 @@ def _segment(sim: Simulator, signals: JointSignals, velocities: np.ndarray, star
     try:
         for k in range(start, end):
             for j in range(substeps):
-                share = j / substeps if substeps > 1 else 0.0
+                share = (j + 0.5) / substeps  # the effort at the step's middle, interpolated
                 efforts = (1 - share) * signals.efforts[k] + share * signals.efforts[k + 1]
                 sim.set_efforts(dict(zip(names, efforts)))
                 sim.step()
