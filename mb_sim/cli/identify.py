@@ -115,6 +115,8 @@ def add_excite(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--harmonics", type=count, default=5, metavar="N", help="harmonics per joint (default 5)")
     parser.add_argument("--rate", type=positive, default=50.0, metavar="HZ", help="waypoints per second (default 50)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the optimizer's random starts")
+    parser.add_argument("--budget", type=positive, default=60.0, metavar="S",
+                        help="seconds the optimizer may take; its best so far is kept (default 60)")
     parser.add_argument("--output", "-o", type=output_path, required=True, metavar="FILE.yaml",
                         help="the JointTrajectory message (.yaml or .json)")
     parser.add_argument("--record", type=output_path, metavar="FILE.mcap",
@@ -143,7 +145,7 @@ def run_excite(args: argparse.Namespace) -> int:
          f"for {len(base.independent)} base parameters")
     trajectory = design_excitation(robot, regressor, base, prior_parameters(robot, regressor.symbolic),
                                    duration=args.duration, period=args.period, harmonics=args.harmonics, seed=args.seed,
-                                   progress=lambda line: note(f"mb-sim excite: {line}"))
+                                   progress=lambda line: note(f"mb-sim excite: {line}"), budget=args.budget)
     message = trajectory_message(trajectory, args.rate)
     text = json.dumps(message) if args.output.suffix == ".json" else _yaml(message)
     args.output.write_text(text)

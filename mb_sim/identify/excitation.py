@@ -13,6 +13,7 @@ several random starts; the result is checked against the limits and refused if i
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -107,9 +108,11 @@ def joint_limits(robot, joints: list[str]) -> _Limits:
 def design_excitation(robot, regressor: NumericRegressor, base: BaseParameters, prior: np.ndarray, *,
                       duration: float = 20.0, period: float = 10.0, harmonics: int = 5, samples: int = 120,
                       starts: int = 2, seed: int = 0, start: dict[str, float] | None = None,
-                      progress: Callable[[str], None] | None = None) -> ExcitationTrajectory:
+                      progress: Callable[[str], None] | None = None, budget: float = 60.0) -> ExcitationTrajectory:
     """The excitation of every one-DoF joint of `robot` (see the module docstring), about `start`
-    (joint positions; default the middle of each joint's range)."""
+    (joint positions; default the middle of each joint's range).  The optimizer stops after
+    `budget` seconds of work in all (its best so far is kept: a large robot's regressor is slow to
+    sample, and a good condition number is reached long before the optimum)."""
     joints = sorted(regressor.speed_of, key=regressor.speed_of.get)
     limits = joint_limits(robot, joints)
     q0 = (limits.lower + limits.upper) / 2 if start is None else np.array([float(start[j]) for j in joints])
@@ -130,10 +133,17 @@ def design_excitation(robot, regressor: NumericRegressor, base: BaseParameters, 
         tau = np.einsum("skp,p->sk", full, prior)
         return np.log(_condition(full, base)) + 100.0 * _violation(q, u, tau, limits)
 
-    best = None
+    best, deadline = None, time.monotonic() + budget
+
+    def out_of_time(intermediate_result) -> None:
+        if time.monotonic() > deadline:
+            raise StopIteration
+
     for k in range(starts):
+        if best is not None and time.monotonic() > deadline:
+            break
         x0 = rng.uniform(-0.5, 0.5, 2 * n * L)
-        result = minimize(objective, x0, method="L-BFGS-B", options={"maxiter": 40})
+        result = minimize(objective, x0, method="L-BFGS-B", options={"maxiter": 40}, callback=out_of_time)
         if best is None or result.fun < best.fun:
             best = result
         if progress is not None:

@@ -87,7 +87,9 @@ def _inertial(body: str, name: str, new: LinkInertial, changes: list[str]) -> st
     xyz = [_keep(t, o, v, length) for t, o, v in zip(texts["xyz"], old.com, new.com)]
     entries = {k: _keep(texts[k], old.inertia_in_frame[i, j], inertia[i, j], scale) for k, i, j in _INERTIA_KEYS}
     if any(entries[k] != texts[k] for k in entries):  # all new or none: a mix may not be realizable
-        entries = {k: _number(inertia[i, j]) for k, i, j in _INERTIA_KEYS}
+        largest = np.abs(inertia).max()  # rounding residue of an exact zero (1e-18 of a 1e-2) is written 0
+        entries = {k: _number(inertia[i, j] if abs(inertia[i, j]) > 1e-12 * largest else 0.0)
+                   for k, i, j in _INERTIA_KEYS}
     pad = _indent(body)
     inner = pad + "  "
     element = (f"<inertial>\n{inner}<origin xyz=\"{' '.join(xyz)}\" rpy=\"{' '.join(texts['rpy'])}\"/>\n"
