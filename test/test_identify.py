@@ -106,10 +106,12 @@ def test_noise_free_recording_gives_every_base_parameter(path, tmp_path):
     np.testing.assert_allclose(result.base.of(result.parameters), result.fit.values, rtol=1e-5, atol=1e-8)
 
 
-def test_noisy_recording_is_within_three_sigma(tmp_path):
-    """1 % noise on positions, velocities and efforts: every base parameter within 3 reported sigma."""
-    recording = inverse_dynamics_recording(PLANAR, tmp_path / "noisy.mcap", duration=20.0, noise=0.01)
-    result = identify(PLANAR, recording, window=0.2)
+@pytest.mark.parametrize("path", [ARM6, PLANAR], ids=["arm6", "planar_arm3"])
+def test_noisy_recording_is_within_three_sigma(path, tmp_path):
+    """1 % noise on positions, velocities and efforts: every base parameter within 3 reported sigma
+    (one seed; over 20 seeds of planar_arm3 the errors' RMS was 0.98 sigma)."""
+    recording = inverse_dynamics_recording(path, tmp_path / "noisy.mcap", duration=20.0, noise=0.01)
+    result = identify(path, recording, window=0.2)
     truth = result.base.of(result.prior)
     z = np.abs(result.fit.values - truth) / result.fit.deviations
     assert z.max() < 3.0, dict(zip((result.base.describe(i) for i in range(len(z))), z.round(2)))

@@ -76,7 +76,7 @@ def _validate(args: argparse.Namespace, urdf: Path, result) -> dict:
     from mb_sim.identify.validation import replay_error
 
     signals = read_joint_states(args.recording, args.topic, args.effort_topic, args.effort_joints)
-    signals = signals.select([j for j in signals.joint_names if j in result.joint_names]).finite()
+    signals = signals.select([j for j in signals.joint_names if j in result.joint_names]).finite().uniform()[0]
     with tempfile.TemporaryDirectory() as directory:
         corrected = Path(directory) / urdf.name
         corrected.write_text(result.urdf_text)
