@@ -42,8 +42,6 @@ def test_identify_writes_the_corrected_urdf_json_and_plot(recording, tmp_path):
     summary = json.loads(report.read_text())
     assert summary["replay"]["corrected"] < summary["replay"]["urdf"] / 10
     assert plot.stat().st_size > 10_000 and out.read_text().startswith("<?xml")
-    truth = {row["combination"]: row["urdf"] for row in json.loads(report.read_text())["base_parameters"]}
-    assert truth  # URDF column of the heavy file: differs from the identified value where link2's mass enters
     assert any(abs(row["value"] - row["urdf"]) > 0.1 for row in summary["base_parameters"])
 
 

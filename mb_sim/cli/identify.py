@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mb_sim.cli.arguments import CommandError, count, note, output_path, positive, user_errors
+from mb_sim.cli.arguments import CommandError, count, load_robot, note, output_path, positive, user_errors
 
 __all__ = ["add_identify", "add_excite"]
 
@@ -72,11 +72,9 @@ def _validate(args: argparse.Namespace, urdf: Path, result) -> dict:
     """Replay on the URDF and on the corrected one; print and return the errors."""
     import tempfile
 
-    from mb_sim.identify.signals import read_joint_states
     from mb_sim.identify.validation import replay_error
 
-    signals = read_joint_states(args.recording, args.topic, args.effort_topic, args.effort_joints)
-    signals = signals.select([j for j in signals.joint_names if j in result.joint_names]).finite().uniform()[0]
+    signals = result.signals  # the samples the fit used (finite, evenly spaced)
     with tempfile.TemporaryDirectory() as directory:
         corrected = Path(directory) / urdf.name
         corrected.write_text(result.urdf_text)
@@ -134,10 +132,9 @@ def run_excite(args: argparse.Namespace) -> int:
     from mb_sim.identify.identification import structural_base
     from mb_sim.identify.parameters import prior_parameters
     from mb_sim.identify.regressor import NumericRegressor
-    from mb_sim.model import load_urdf
     from mb_sim.resources import robot_path
 
-    robot = load_urdf(robot_path(args.robot))
+    robot = load_robot(args.robot)
     note(f"mb-sim excite: deriving the regressor of {robot.name}")
     regressor = NumericRegressor(robot)
     base = structural_base(regressor, robot, np.random.default_rng(0))

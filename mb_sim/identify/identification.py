@@ -34,6 +34,7 @@ class Identification:
     agreement: float  # largest |base(parameters) - fit| in standard deviations
     samples: int  # filtered samples the fit used (one per window)
     joint_names: list[str] = field(default_factory=list)  # the joints identified from, in the recording's order
+    signals: JointSignals | None = None  # the samples used (finite, evenly spaced), before filtering
     urdf_text: str = ""
     changes: list[str] = field(default_factory=list)
 
@@ -107,7 +108,7 @@ def identify_signals(robot: Robot, regressor: NumericRegressor, signals: JointSi
     say("physically consistent parameters")
     parameters, agreement = consistent_parameters(fit, base, prior, len(regressor.symbolic.bodies),
                                                   fixed=fixed_parts(robot, regressor.symbolic))
-    return Identification(base, fit, prior, parameters, agreement, len(tau), joints)
+    return Identification(base, fit, prior, parameters, agreement, len(tau), joints, usable)
 
 
 def structural_base(regressor: NumericRegressor, robot: Robot, rng: np.random.Generator) -> BaseParameters:
