@@ -66,7 +66,7 @@ from mb_sim.codegen.parts import function_in_parts
 from mb_sim.codegen.mass_factor import is_unrolled, unrolled_mass_functions
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS, OutputLayout
 from mb_sim.codegen.progress import Progress, report
-from mb_sim.codegen.program import ARGUMENTS, StraightLineProgram, straight_line_program
+from mb_sim.codegen.program import ARGUMENTS, ProgramSource, StraightLineProgram
 from mb_sim.codegen.projection import DEPENDENT_PIVOT, PROJECTION_ITERATIONS, PROJECTION_TOLERANCE, Projection
 from mb_sim.codegen.dissipation import DISSIPATION_WIDTH, MAX_ITERATIONS, NEWTON_REGION, STIFF_RATE_DT, TOLERANCE
 from mb_sim.codegen.runtime_files import RUNTIME_HEADER, RUNTIME_SOURCES, runtime_digest, runtime_directory, runtime_files
@@ -105,15 +105,15 @@ def generate_c_source(eom: EquationsOfMotion, progress: Progress = None) -> str:
     if eom.n_constraints:
         functions.append(("mb_constraints", "Only the blocks projection needs (Phi, N, M, A, b) into "
                           "out[].", PROJECTION_OUTPUTS))
-    updates = []
+    updates, source = [], ProgramSource(eom)
     if STATE_UPDATES in eom.outputs:  # stiction anchors: z after a step, for mb_finish_step
         updates.append(_c_function("mb_state_updates", "The electrical states' values after a step (a ground's "
                                    "stiction anchors moved, the others as they are) into out[0 .. MB_N_Z).",
-                                   straight_line_program(eom, (STATE_UPDATES,), progress, eliminate=False),
+                                   source.program((STATE_UPDATES,), progress, eliminate=False, rename=False),
                                    np.arange(eom.n_z)))
     return "\n".join([
         _header(eom, layout, projection),
-        *(_marked(name, _c_function(name, doc, straight_line_program(eom, names, progress, eliminate=False),
+        *(_marked(name, _c_function(name, doc, source.program(names, progress, eliminate=False, rename=False),
                                     layout.indices(names))) for name, doc, names in functions),
         *updates,
         unrolled_mass_functions(speed_parents(eom.outputs["mass_matrix"])),
@@ -139,7 +139,7 @@ def _c_function(name: str, doc: str, program: StraightLineProgram, indices: np.n
     sums = accumulations(runs, program.outputs)
     needed, later = [], set().union(*(e.free_symbols for e in program.outputs))
     for run in reversed(runs):  # what each run must leave defined: what comes after it reads
-        needed.append(set(later))
+        needed.append({s for s, _ in run if s in later})
         for s, e in run:
             if s not in sums.terms:  # a sum's terms are added where computed
                 later |= e.free_symbols

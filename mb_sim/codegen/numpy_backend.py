@@ -11,7 +11,7 @@ from mb_sim.codegen.c_source import STATE_UPDATES
 from mb_sim.codegen.layout import DYNAMICS_OUTPUTS, PROJECTION_OUTPUTS
 from mb_sim.codegen.numeric_model import NumericModel, check_step_count
 from mb_sim.codegen.progress import Progress, report
-from mb_sim.codegen.program import StraightLineProgram, straight_line_program
+from mb_sim.codegen.program import ProgramSource, StraightLineProgram
 from mb_sim.codegen.projection import project_state, solve_gram
 from mb_sim.codegen.dissipation import resistance, resistance_estimate, stiff_rows
 from mb_sim.codegen.servo import apply_servos
@@ -32,16 +32,16 @@ class NumpyModel(NumericModel):
     def __init__(self, eom: EquationsOfMotion, progress: Progress = None):
         super().__init__(eom)
         report(progress, f"generating NumPy code for {eom.name}...")
-        namespace = {"SpringForceLaw": self._call_force_law}
-        self._evaluate = _lambdify(straight_line_program(eom, OUTPUT_NAMES, progress), namespace)
-        self._dynamics = _lambdify(straight_line_program(eom, DYNAMICS_OUTPUTS, progress), namespace)
+        namespace, source = {"SpringForceLaw": self._call_force_law}, ProgramSource(eom)
+        self._evaluate = _lambdify(source.program(OUTPUT_NAMES, progress), namespace)
+        self._dynamics = _lambdify(source.program(DYNAMICS_OUTPUTS, progress), namespace)
         self._dynamics_index = self.layout.indices(DYNAMICS_OUTPUTS)
-        self._constraints = _lambdify(straight_line_program(eom, PROJECTION_OUTPUTS, progress), namespace)
+        self._constraints = _lambdify(source.program(PROJECTION_OUTPUTS, progress), namespace)
         self._constraints_index = self.layout.indices(PROJECTION_OUTPUTS)
         self._constraints_out = np.zeros(self.layout.size)
-        self._decay = (_lambdify(straight_line_program(eom, ("electrical_decay",), progress), namespace)
+        self._decay = (_lambdify(source.program(("electrical_decay",), progress), namespace)
                        if self.n_z else None)
-        self._state_updates = (_lambdify(straight_line_program(eom, (STATE_UPDATES,), progress), namespace)
+        self._state_updates = (_lambdify(source.program((STATE_UPDATES,), progress), namespace)
                                if STATE_UPDATES in eom.outputs else None)  # a ground's stiction anchors
         self._rk4_time = 0.0
 

@@ -144,6 +144,16 @@ class JointBase(ConnectionBase):
 
     # Local kinematics (after define kinematics): small expressions in this joint's coordinates,
     # which the symbolic core composes link by link.
+    def local_kinematics(self) -> tuple[Matrix, Matrix, Matrix, Matrix]:
+        """:meth:`rotation`, :meth:`translation`, :meth:`relative_angular_velocity` and
+        :meth:`relative_velocity`, computed once after the define steps: the topology key and the
+        derivation both read them, and each search of SymPy's position graph walks all of it."""
+        cached = getattr(self, "_local_kinematics", None)
+        if cached is None:
+            cached = self._local_kinematics = (self.rotation(), self.translation(), self.relative_angular_velocity(),
+                                               self.relative_velocity())
+        return cached
+
     def rotation(self) -> Matrix:
         """Direction cosines mapping child-frame components to parent-frame components."""
         return self.parent.frame.dcm(self.child.frame)

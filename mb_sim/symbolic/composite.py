@@ -35,13 +35,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sympy import Expr, Matrix, S, zeros
+from sympy import Add, Expr, Matrix, S, zeros
 from sympy.physics.mechanics import Force, Vector
 
 from mb_sim.model.base import applied_loads
 from mb_sim.symbolic.temporaries import Temporaries
 
-__all__ = ["ZERO3", "cross", "dot", "mass_matrix_and_forcing"]
+__all__ = ["ZERO3", "cross", "dot", "mass_matrix_and_forcing", "mul"]
 
 ZERO3 = Matrix([0, 0, 0])
 
@@ -49,6 +49,19 @@ ZERO3 = Matrix([0, 0, 0])
 def cross(a: Matrix, b: Matrix) -> Matrix:
     """a x b of two 3-component columns (no simplification: temporaries stay as they are)."""
     return Matrix([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def mul(a: Matrix, b: Matrix) -> Matrix:
+    """The product a b, each entry one Add of its non-zero products: SymPy's own product converts
+    to a domain matrix and adds term by term, which was a third of a humanoid's derivation."""
+    left, right = a.tolist(), b.tolist()
+    inner = range(a.cols)
+    entries = []
+    for row in left:
+        for j in range(b.cols):
+            terms = [row[k] * right[k][j] for k in inner if row[k] is not S.Zero and right[k][j] is not S.Zero]
+            entries.append(Add(*terms) if len(terms) > 1 else terms[0] if terms else S.Zero)
+    return Matrix(a.rows, b.cols, entries)
 
 
 def dot(a: Matrix, b: Matrix) -> Expr:
@@ -111,8 +124,8 @@ class _Composite:
                 continue
             arm = self.relative(kin.position, f"origin of {name} from the reference point")
             for k in kin.own_speeds:
-                w = t.matrix(kin.rotation * kin.angular_partials[k], f"partial angular velocity of {name} (world)")
-                v0 = t.matrix(kin.rotation * kin.partials[k] - cross(w, arm),
+                w = t.matrix(mul(kin.rotation, kin.angular_partials[k]), f"partial angular velocity of {name} (world)")
+                v0 = t.matrix(mul(kin.rotation, kin.partials[k]) - cross(w, arm),
                               f"partial velocity of {name} at the reference point (world)")
                 self.twists[k] = (w, v0)
 
@@ -123,8 +136,8 @@ class _Composite:
         rotation, offset = Matrix.eye(3), ZERO3
         kin = self.rec.links[name]
         while not kin.own_speeds and kin.parent is not None and kin.rotation_from_parent is not None:
-            rotation = kin.rotation_from_parent * rotation
-            offset = kin.rotation_from_parent * offset + kin.offset_from_parent
+            rotation = mul(kin.rotation_from_parent, rotation)
+            offset = mul(kin.rotation_from_parent, offset) + kin.offset_from_parent
             name = kin.parent
             kin = self.rec.links[name]
         return name, rotation, offset
@@ -138,11 +151,11 @@ class _Composite:
                 continue
             carrier, rotation, offset = self.carrier(name)
             m, I = link.body.mass, link.inertia_matrix
-            c = offset + rotation * self.rec.points[link.body.masscenter][1]
+            c = offset + mul(rotation, self.rec.points[link.body.masscenter][1])
             total = merged.setdefault(carrier, [S.Zero, ZERO3, zeros(3, 3)])
             total[0] += m
             total[1] += m * c
-            total[2] += rotation * I * rotation.T + m * (dot(c, c) * Matrix.eye(3) - c * c.T)
+            total[2] += mul(mul(rotation, I), rotation.T) + m * (dot(c, c) * Matrix.eye(3) - mul(c, c.T))
         for carrier, (m, h_body, J_body) in merged.items():
             self._body(carrier, m, h_body, J_body)
 
@@ -153,21 +166,21 @@ class _Composite:
         h_body = t.matrix(h_body, f"first moment of the body of {name} about its origin")
         J_body = t.matrix(_symmetric(lambda i, j: J_body[i, j]), f"inertia of the body of {name} about its origin")
         R, w, a, alpha = kin.rotation, kin.angular_velocity, kin.acceleration_bias, kin.angular_acceleration_bias
-        Jw = t.matrix(J_body * w, f"body inertia times angular velocity of {name}")
+        Jw = t.matrix(mul(J_body, w), f"body inertia times angular velocity of {name}")
         f_body = -(m * a + cross(alpha, h_body) + cross(w, cross(w, h_body)))
-        n_body = -(cross(h_body, a) + J_body * alpha + cross(w, Jw))
+        n_body = -(cross(h_body, a) + mul(J_body, alpha) + cross(w, Jw))
         o = self.relative(kin.position, f"origin of {name} from the reference point")
-        h = t.matrix(R * h_body, f"first moment of the body of {name} (world)")
-        f = t.matrix(R * f_body, f"inertia force bias of the body of {name} (world)")
-        n = t.matrix(cross(o, f) + R * n_body, f"inertia torque bias of the body of {name} about the reference point")
-        RJ = t.matrix(R * J_body, f"rotation times body inertia of {name}")
+        h = t.matrix(mul(R, h_body), f"first moment of the body of {name} (world)")
+        f = t.matrix(mul(R, f_body), f"inertia force bias of the body of {name} (world)")
+        n = t.matrix(cross(o, f) + mul(R, n_body), f"inertia torque bias of the body of {name} about the reference point")
+        RJ = t.matrix(mul(R, J_body), f"rotation times body inertia of {name}")
         J_world = t.matrix(_symmetric(lambda i, j: sum(RJ[i, k] * R[j, k] for k in range(3))),
                            f"body inertia of {name} about its origin (world)")
         own = self.own[name]
         own.mass += m
         own.moment += m * o + h
-        own.inertia += (J_world + m * (dot(o, o) * Matrix.eye(3) - o * o.T)
-                        + 2 * dot(o, h) * Matrix.eye(3) - o * h.T - h * o.T)
+        own.inertia += (J_world + m * (dot(o, o) * Matrix.eye(3) - mul(o, o.T))
+                        + 2 * dot(o, h) * Matrix.eye(3) - mul(o, h.T) - mul(h, o.T))
         own.force += f
         own.torque += n
 
@@ -241,10 +254,10 @@ class _Composite:
             if not self._moves(link):
                 return
             link, rotation, origin = self.carrier(link)  # a point fixed in the link is fixed in its body
-            offset = origin + rotation * offset
+            offset = origin + mul(rotation, offset)
             kin = self.rec.links[link]
             f = self.temps.matrix(self.rec.vector_in_link(load.vector, root), f"force on {load.point} (world)")
-            arm = self.relative(kin.position + kin.rotation * offset, f"point {load.point} from the reference point")
+            arm = self.relative(kin.position + mul(kin.rotation, offset), f"point {load.point} from the reference point")
             self.own[link].force += f
             self.own[link].torque += cross(arm, f)
         else:
@@ -284,11 +297,8 @@ class _Composite:
 
 
 def _symmetric(entry) -> Matrix:
-    matrix = zeros(3, 3)
-    for i in range(3):
-        for j in range(i, 3):
-            matrix[i, j] = matrix[j, i] = entry(i, j)
-    return matrix
+    upper = {(i, j): entry(i, j) for i in range(3) for j in range(i, 3)}
+    return Matrix(3, 3, [upper[min(i, j), max(i, j)] for i in range(3) for j in range(3)])
 
 
 def mass_matrix_and_forcing(rec, robot, temps: Temporaries, n_u: int) -> tuple[Matrix, Matrix]:
@@ -300,7 +310,7 @@ def mass_matrix_and_forcing(rec, robot, temps: Temporaries, n_u: int) -> tuple[M
     composite.loads()
     composite.kinematic_loads()
     totals = composite.subtrees()
-    mass, forcing = zeros(n_u, n_u), [S.Zero] * n_u
+    mass, forcing = [[S.Zero] * n_u for _ in range(n_u)], [S.Zero] * n_u  # lists: a Matrix's setitem is slow
     for name, kin in rec.links.items():
         if not kin.own_speeds:
             continue
@@ -310,9 +320,9 @@ def mass_matrix_and_forcing(rec, robot, temps: Temporaries, n_u: int) -> tuple[M
             w, v0 = composite.twists[k]
             forcing[k] = dot(w, total.torque) + dot(v0, total.force) + composite.pair_forces.get(k, S.Zero)
             f = temps.matrix(total.mass * v0 + cross(w, total.moment), f"composite momentum of {name} per unit speed")
-            n = temps.matrix(total.inertia * w + cross(total.moment, v0),
+            n = temps.matrix(mul(total.inertia, w) + cross(total.moment, v0),
                              f"composite angular momentum of {name} per unit speed")
             for l in above[position:]:  # the joint's own speeds from k on, then those above
                 wl, v0l = composite.twists[l]
-                mass[k, l] = mass[l, k] = dot(wl, n) + dot(v0l, f)
-    return mass, Matrix(n_u, 1, forcing)
+                mass[k][l] = mass[l][k] = dot(wl, n) + dot(v0l, f)
+    return Matrix(n_u, n_u, [entry for row in mass for entry in row]), Matrix(n_u, 1, forcing)

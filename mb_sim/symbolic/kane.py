@@ -26,7 +26,7 @@ from sympy import Expr, Matrix, Rational, S, eye, zeros
 from sympy.physics.mechanics import Point, ReferenceFrame
 
 from mb_sim.model import Gravity, PrismaticJoint, Robot
-from mb_sim.symbolic.composite import ZERO3, cross as _cross, dot as _dot, mass_matrix_and_forcing
+from mb_sim.symbolic.composite import ZERO3, cross as _cross, dot as _dot, mass_matrix_and_forcing, mul as _mul
 from mb_sim.symbolic.plain import PlainSymbols
 from mb_sim.symbolic.temporaries import Temporaries
 
@@ -125,28 +125,29 @@ class _Recursion:
         t, plain = self.temps, self.plain
         name = joint.child.name
         p = self.links[joint.parent.name]
-        E = t.matrix(plain.convert_matrix(joint.rotation()), f"rotation {joint.parent.name} <- {name}")
+        rotation, translation, angular_velocity, velocity = joint.local_kinematics()
+        E = t.matrix(plain.convert_matrix(rotation), f"rotation {joint.parent.name} <- {name}")
         Et = E.T
-        r = plain.convert_matrix(joint.translation())
-        w_rel = plain.convert_matrix(joint.relative_angular_velocity())
-        v_rel = plain.convert_matrix(joint.relative_velocity())
-        w_p_here = t.matrix(Et * p.angular_velocity, f"parent angular velocity in {name}")
+        r = plain.convert_matrix(translation)
+        w_rel = plain.convert_matrix(angular_velocity)
+        v_rel = plain.convert_matrix(velocity)
+        w_p_here = t.matrix(_mul(Et, p.angular_velocity), f"parent angular velocity in {name}")
         w = t.matrix(w_p_here + w_rel, f"angular velocity of {name}")
-        v = t.matrix(Et * (p.velocity + _cross(p.angular_velocity, r) + v_rel), f"velocity of {name} origin")
+        v = t.matrix(_mul(Et, p.velocity + _cross(p.angular_velocity, r) + v_rel), f"velocity of {name} origin")
         own_u = [plain.plain(u) for u in joint.u]
         w_partials, v_partials = {}, {}  # the joint's own speeds only: see composite.py
         for dynamic, u in zip(joint.u, own_u):
             k = self.speed_index[dynamic]
             w_partials[k] = t.matrix(w_rel.diff(u), f"partial angular velocity of {name}")
-            v_partials[k] = t.matrix(Et * v_rel.diff(u), f"partial velocity of {name}")
-        alpha_b = t.matrix(Et * p.angular_acceleration_bias + self._rate_bias(w_rel, joint)
+            v_partials[k] = t.matrix(_mul(Et, v_rel.diff(u)), f"partial velocity of {name}")
+        alpha_b = t.matrix(_mul(Et, p.angular_acceleration_bias) + self._rate_bias(w_rel, joint)
                            + _cross(w_p_here, w_rel), f"angular acceleration bias of {name}")
         wp = p.angular_velocity
-        a_b = t.matrix(Et * (p.acceleration_bias + _cross(p.angular_acceleration_bias, r) + _cross(wp, _cross(wp, r))
+        a_b = t.matrix(_mul(Et, p.acceleration_bias + _cross(p.angular_acceleration_bias, r) + _cross(wp, _cross(wp, r))
                              + 2 * _cross(wp, v_rel) + self._rate_bias(v_rel, joint)),
                        f"acceleration bias of {name} origin")
-        R = t.matrix(p.rotation * E, f"world rotation of {name}")
-        position = t.matrix(p.position + p.rotation * r, f"world position of {name}")
+        R = t.matrix(_mul(p.rotation, E), f"world rotation of {name}")
+        position = t.matrix(p.position + _mul(p.rotation, r), f"world position of {name}")
         own = [self.speed_index[dynamic] for dynamic in joint.u]
         self.links[name] = LinkKinematics(R, position, w, v, w_partials, v_partials, alpha_b, a_b,
                                           joint.parent.name, E, r, own, bool(own) or p.moves)
@@ -158,8 +159,8 @@ class _Recursion:
             return components
         kin = self.links[target]
         if kin.parent == source:
-            return kin.rotation_from_parent.T * components
-        return kin.rotation.T * (self.links[source].rotation * components)
+            return _mul(kin.rotation_from_parent.T, components)
+        return _mul(kin.rotation.T, _mul(self.links[source].rotation, components))
 
     def vector_in_link(self, vector, target: str) -> Matrix:
         """A SymPy Vector's components in link `target`'s frame."""
@@ -168,7 +169,7 @@ class _Recursion:
             if frame not in self.frames:
                 raise ValueError(f"load expressed in frame {frame}, which no link or joint owns")
             link, dcm = self.frames[frame]
-            total = total + self.in_link(dcm * self.plain.convert_matrix(components), link, target)
+            total = total + self.in_link(_mul(dcm, self.plain.convert_matrix(components)), link, target)
         return total
 
 
@@ -187,10 +188,10 @@ def derive_kane(robot: Robot, plain: PlainSymbols, temps: Temporaries) -> KaneEq
         m = link.body.mass
         c = rec.points[link.body.masscenter][1]
         w = kin.angular_velocity
-        Iw = temps.matrix(link.inertia_matrix * w, f"inertia times angular velocity of {name}")
+        Iw = temps.matrix(_mul(link.inertia_matrix, w), f"inertia times angular velocity of {name}")
         vc = temps.matrix(kin.velocity + _cross(w, c), f"mass centre velocity of {name}")
         kinetic += Rational(1, 2) * (m * _dot(vc, vc) + _dot(w, Iw))
-        potential -= m * _dot(gravity, kin.position + kin.rotation * c)
+        potential -= m * _dot(gravity, kin.position + _mul(kin.rotation, c))
     for component in robot.walk():  # rotor inertias reflected through gears
         for speed, inertia in component.reflected_inertia():
             k = rec.speed_index[speed]

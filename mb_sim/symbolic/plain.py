@@ -17,6 +17,44 @@ def robot_inputs(robot) -> list:
     return [i.symbol for i in robot.collect_inputs()]
 
 
+def solve_by_blocks(coefficients: Matrix, rhs: Matrix) -> Matrix:
+    """x of ``coefficients x = rhs``, one independent block at a time: the kinematic equations of a
+    tree couple only each joint's own coordinates, and one LU of a humanoid's 51 x 51 took 2 s."""
+    n = coefficients.rows
+    if coefficients.cols != n:
+        return coefficients.LUsolve(rhs)
+    owner = list(range(n))  # union-find over the unknowns
+
+    def root(k: int) -> int:
+        while owner[k] != k:
+            owner[k] = owner[owner[k]]
+            k = owner[k]
+        return k
+
+    rows_of: dict[int, list[int]] = {}
+    for i in range(n):
+        columns = [j for j in range(n) if coefficients[i, j] != 0]
+        for j in columns[1:]:
+            owner[root(j)] = root(columns[0])
+        rows_of.setdefault(columns[0] if columns else -1, []).append(i)
+    if -1 in rows_of:  # an equation without unknowns: let LU say what is wrong
+        return coefficients.LUsolve(rhs)
+    blocks: dict[int, tuple[list[int], list[int]]] = {}
+    for j in range(n):
+        blocks.setdefault(root(j), ([], []))[1].append(j)
+    for first, rows in rows_of.items():
+        blocks[root(first)][0].extend(rows)
+    solved = [S.Zero] * n
+    for rows, columns in blocks.values():
+        if len(rows) != len(columns):
+            return coefficients.LUsolve(rhs)
+        rows.sort()
+        part = coefficients.extract(rows, columns).LUsolve(rhs.extract(rows, [0]))
+        for j, value in zip(columns, part):
+            solved[j] = value
+    return Matrix(n, 1, solved)
+
+
 class PlainSymbols:
     """Maps between a System's dynamic symbols and plain ``Symbol`` objects: coordinates,
     speeds, inputs and the electrical states (a motor's current)."""
@@ -32,8 +70,7 @@ class PlainSymbols:
         self._auxiliary = {**{speed.diff(self.time): S.Zero for speed in auxiliary},
                            **{speed: S.Zero for speed in auxiliary}}
         qdots = [x.diff(dynamicsymbols._t) for x in q]
-        coefficients, rhs = linear_eq_to_matrix(list(kdes), qdots)
-        solved = coefficients.LUsolve(rhs)
+        solved = solve_by_blocks(*linear_eq_to_matrix(list(kdes), qdots))
         self._qdot_map = dict(zip(qdots, solved))
         self.qdot = Matrix(len(solved), 1, [self.convert(e) for e in solved])  # a column even when empty
 

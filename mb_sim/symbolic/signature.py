@@ -29,8 +29,7 @@ def topology_signature(robot: Robot) -> dict:
     system = robot.system
     joints = [{
         "name": j.name, "type": type(j).__name__, "parent": j.parent.name, "child": j.child.name,
-        "rotation": str(j.rotation()), "translation": str(j.translation()),
-        "angular_velocity": str(j.relative_angular_velocity()), "velocity": str(j.relative_velocity()),
+        **dict(zip(("rotation", "translation", "angular_velocity", "velocity"), map(str, j.local_kinematics()))),
     } for j in robot.joints.values()]
     links = [{
         "name": name, "mass": str(link.body.mass), "masscenter": str(link.com), "inertia": str(link.inertia_matrix),
