@@ -38,7 +38,8 @@ test-slow: setup
 # mujoco.rollout, warm and fresh-process start-up and G1's cold compilation (bench_sweep.py) into sweep.json and .md;
 # then objects in contact side by side with MuJoCo (bench_objects.py: a cube tower, a resting pair, a grasp);
 # then spawning and deleting in a running node (bench_spawn.py) into bench/results/spawn.md; then the first
-# load of chains and humanoids with MuJoCo's load beside it (bench_cold.py) into bench/results/cold.md; then
+# load of chains and humanoids with MuJoCo's load beside it (bench_cold.py) into bench/results/cold.md, and
+# the same robots through a peer code generator (bench_codegen_peer.py: ABA in CasADi) into codegen_peer.md; then
 # identifying arm6 from a 60 s recording at 1 kHz, with Pinocchio's regressor beside it (bench_identify.py).
 NODE_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
 
@@ -55,6 +56,7 @@ bench: setup
 		$(NODE_BENCH_ARGS)
 	@$(PY) -W ignore bench/bench_spawn.py --markdown bench/results/spawn.md
 	@$(PY) -W ignore bench/bench_cold.py --markdown bench/results/cold.md $(NODE_BENCH_ARGS)
+	@$(PY) -W ignore bench/bench_codegen_peer.py --markdown bench/results/codegen_peer.md $(NODE_BENCH_ARGS)
 	@$(PY) -W ignore bench/bench_identify.py --markdown bench/results/identify.md
 
 # The same plus the n-link chain sweep and its scaling plots (bench/results/scaling_*.png).

@@ -1,14 +1,17 @@
 """A robot's first load and what makes it again (issue 37): edits of numbers only (a mass, an
 inertia, a length, a limit, damping) are parameters of the compiled model, so the edited URDF loads
 from the cache (no derivation, no C) and its mass matrix is Pinocchio's of the edited URDF; the
-compile progress line says about how long it will take."""
+progress lines say about how long a first load and its compilation will take."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from mb_sim.codegen.compiler import estimated_seconds
+from mb_sim.codegen.pipeline import first_load_seconds
 from mb_sim.resources import robot_path
 from mb_sim.sim import Simulator
 
@@ -45,6 +48,18 @@ def test_numbers_only_edits_reuse_the_compiled_model(cache):
     expected = np.triu(expected) + np.triu(expected, 1).T
     assert np.abs(out["mass_matrix"] - expected).max() < 1e-12 * np.abs(expected).max()
     assert sim.parameter(next(n for n in sim.parameter_names if "elbow_joint" in n and n.endswith("_damping"))) == 0.8
+
+
+def test_a_first_load_says_about_how_long_it_takes(tmp_path):
+    lines: list[str] = []
+    Simulator(robot_path("double_pendulum"), cache_dir=tmp_path, progress=lines.append)
+    said = [k for k, line in enumerate(lines) if "first load of this structure" in line]
+    assert len(said) == 1 and said[0] < next(k for k, line in enumerate(lines) if line.startswith("generating C")), lines
+    assert re.search(r"about \d+ s ", lines[said[0]]), lines[said[0]]
+    lines.clear()
+    Simulator(robot_path("double_pendulum"), cache_dir=tmp_path, progress=lines.append)
+    assert lines and not any("first load" in line for line in lines), lines  # from the cache: nothing to wait for
+    assert first_load_seconds(64) > 4 * first_load_seconds(12) > 4.0  # linear in the tree, as the stages are
 
 
 def test_the_compile_estimate_grows_with_the_units():

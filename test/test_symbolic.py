@@ -74,3 +74,28 @@ def test_printed_equations_describe_every_symbol(repo):
         assert line.split(": ", 1)[1], f"{symbol} printed without a description"
     assert "Mass matrix M(q):" in text and "\\frac" not in text
     assert "\\left[" in format_equations(eom, style="latex")
+
+
+def test_kinematic_equations_solved_block_by_block_as_one_lu():
+    """solve_by_blocks gives LU's solution: coupled blocks (a quaternion's), 1 x 1 blocks in any
+    row order, and LU's own answer or error where it leaves the whole to one LU (not square, a row
+    without unknowns)."""
+    from sympy import symbols, zeros
+
+    from mb_sim.symbolic.plain import solve_by_blocks
+
+    def outcome(solve, matrix, rhs):
+        try:
+            return solve(matrix, rhs)
+        except Exception as err:  # noqa: BLE001 (compared with LU's)
+            return type(err), str(err)
+
+    a, b, c, d, u0, u1, u2, u3 = symbols("a b c d u0 u1 u2 u3", real=True)
+    coupled = Matrix([[0, 0, 1, 0], [a, b, 0, 0], [0, 0, 0, 2], [c, d, 0, 0]])  # rows out of block order
+    rhs = Matrix([u0, u1, u2, u3])
+    assert simplify(solve_by_blocks(coupled, rhs) - coupled.LUsolve(rhs)) == zeros(4, 1)
+    assert solve_by_blocks(Matrix.eye(3), Matrix([u0, u1, u2])) == Matrix([u0, u1, u2])
+    for matrix, column in ((Matrix([[1, 0, 1]]), Matrix([u0])), (Matrix([[1, 0], [0, 0]]), Matrix([u0, u1])),
+                           (Matrix([[1, 1], [0, 0]]), Matrix([u0, u1]))):
+        assert outcome(solve_by_blocks, matrix, column) == outcome(Matrix.LUsolve, matrix, column)
+    assert solve_by_blocks(zeros(0, 0), zeros(0, 1)).shape == (0, 1)
