@@ -3,7 +3,8 @@ deriving, generating and compiling take, robot by robot, with MuJoCo's load of t
 
 Robots: n-link chains (bench_dynamics.chain_urdf: 0.3 m links, axes alternating y and z) of 8 to 64
 links, and humanoids: Unitree G1 and Talos full (example-robot-data, floating base) and JVRC-1
-(jvrc_description from PyPI, floating base).  Each mb_sim load runs in a process of its own with an
+(jvrc_description from PyPI, floating base) and iCub (icub-models from PyPI, iCubGazeboV2_7: 38 speeds,
+214 joints of which 175 fixed, six force-torque sensors).  Each mb_sim load runs in a process of its own with an
 empty cache; its stages come from the progress lines (derive: the equations; generate: the C; compile:
 the C compiler's wall time; total: the process's wall time, imports and the first step included).
 A first load compiles the C unoptimized and runs on it while the optimized build is made in the
@@ -64,6 +65,12 @@ def humanoids() -> list[tuple[str, str, dict]]:
         import jvrc_description
 
         found.append(("JVRC-1", str(Path(jvrc_description.__path__[0]) / "urdf" / "jvrc1.urdf"), {"floating_base": True}))
+    except ImportError:
+        pass
+    try:
+        import icub_models
+
+        found.append(("iCub", str(icub_models.get_model_file("iCubGazeboV2_7")), {"floating_base": True}))
     except ImportError:
         pass
     return [(name, path, options) for name, path, options in found if Path(path).exists()]

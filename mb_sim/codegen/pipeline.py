@@ -49,24 +49,25 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
     if cached is not None:
         return cached
     report(progress, f"{robot.name}: first load of this structure: deriving, generating and compiling its equations, "
-                     f"about {first_load_seconds(len(robot.system.u)):.0f} s (later loads come from the cache, "
-                     "numbers-only edits of the URDF too)")
+                     f"about {first_load_seconds(len(robot.system.u), len(robot.links)):.0f} s (kept for the next loads, "
+                     "numbers-only edits of the URDF included)")
     eom = derive_equations(robot, progress)
     model = CompiledModel(eom, directory, progress)
     _write_index(index, eom, model.library_path.with_suffix(".c"), model.source)
     return model
 
 
-#: Seconds a first load takes per generalized speed to derive, generate and quick-compile (2 cores
-#: of this project's machines, which differ twofold; bench/results/cold.md: 0.9 s for chain12, 3.2 s
-#: for G1, 5.7-6.7 s for JVRC-1 and Talos full, 7.7 s for chain64).
-SECONDS_PER_SPEED = 0.12
+#: Seconds a first load takes per generalized speed and per link to derive, generate and
+#: quick-compile (2 cores of this project's machines, which differ twofold; bench/results/cold.md:
+#: 0.9 s for chain12, 3.2 s for G1, 5.7-6.7 s for JVRC-1 and Talos full, 7.7 s for chain64, about
+#: 13 s for iCub's 38 speeds and 214 links, each link a pose and a frame in the outputs).
+SECONDS_PER_SPEED, SECONDS_PER_LINK = 0.07, 0.05
 
 
-def first_load_seconds(n_speeds: int) -> float:
-    """About how long a first load of a model with `n_speeds` speeds takes after parsing: the
-    progress line's estimate (every stage grows about linearly with the tree)."""
-    return max(1.0, SECONDS_PER_SPEED * n_speeds)
+def first_load_seconds(n_speeds: int, n_links: int) -> float:
+    """About how long a first load of a model with `n_speeds` speeds and `n_links` links takes
+    after parsing: the progress line's estimate (every stage grows about linearly with the tree)."""
+    return max(1.0, SECONDS_PER_SPEED * n_speeds + SECONDS_PER_LINK * n_links)
 
 
 def _sha256(text: str) -> str:

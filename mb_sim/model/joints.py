@@ -27,6 +27,7 @@ import numpy as np
 from sympy import Basic, Matrix, Rational, S
 from sympy.physics.mechanics import Force, Point, ReferenceFrame, System, Torque, Vector, dynamicsymbols
 
+from mb_sim.model.algebra import components, matrix_product
 from mb_sim.model.base import ConnectionBase, ConstraintRow
 from mb_sim.model.link import RigidLink
 from mb_sim.model.parameters import dynamic_symbol, exact_angle, exact_axis, parameter
@@ -154,23 +155,39 @@ class JointBase(ConnectionBase):
                                                self.relative_velocity())
         return cached
 
+    # Parent -> joint frame -> child: each step is a neighbour's relation SymPy keeps in a dict
+    # (``_dcm_cache``, ``_pos_dict``, ``_ang_vel_dict``), read there.  SymPy's own search from the
+    # parent to the child lists every path of the whole graph (quadratic in its size: iCub's 640
+    # frames and points took 6 s); it is the fallback for a child placed some other way.
+
     def rotation(self) -> Matrix:
         """Direction cosines mapping child-frame components to parent-frame components."""
-        return self.parent.frame.dcm(self.child.frame)
+        parent, joint, child = self.parent.frame, self.frame, self.child.frame
+        if joint in parent._dcm_cache and child in joint._dcm_cache:
+            return matrix_product(parent.dcm(joint), joint.dcm(child))
+        return parent.dcm(child)
 
     def translation(self) -> Matrix:
         """Child origin relative to the parent origin, in parent-frame components."""
-        return self.child.origin.pos_from(self.parent.origin).to_matrix(self.parent.frame)
+        origin, point, child = self.parent.origin, self.point, self.child.origin
+        if point in child._pos_dict and origin in point._pos_dict:
+            return components(child._pos_dict[point] + point._pos_dict[origin], self.parent.frame)
+        return components(child.pos_from(origin), self.parent.frame)
 
     def relative_angular_velocity(self) -> Matrix:
         """Angular velocity of the child in the parent frame, in child-frame components."""
-        return self.child.frame.ang_vel_in(self.parent.frame).to_matrix(self.child.frame)
+        parent, joint, child = self.parent.frame, self.frame, self.child.frame
+        if joint in child._ang_vel_dict and parent in joint._ang_vel_dict:
+            spin = child._ang_vel_dict[joint] + joint._ang_vel_dict[parent]
+        else:
+            spin = child.ang_vel_in(parent)
+        return components(spin, child)
 
     def relative_velocity(self) -> Matrix:
         """Velocity of the child origin in the parent frame, in parent-frame components."""
         if not self.translates:
             return Matrix([0, 0, 0])
-        return self.child.origin.vel(self.parent.frame).to_matrix(self.parent.frame)
+        return components(self.child.origin.vel(self.parent.frame), self.parent.frame)
 
 
 class FixedJoint(JointBase):

@@ -35,9 +35,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sympy import Add, Expr, Matrix, S, zeros
+from sympy import Expr, Matrix, S, zeros
 from sympy.physics.mechanics import Force, Vector
 
+from mb_sim.model.algebra import matrix_product as mul, position_from
 from mb_sim.model.base import applied_loads
 from mb_sim.symbolic.temporaries import Temporaries
 
@@ -49,19 +50,6 @@ ZERO3 = Matrix([0, 0, 0])
 def cross(a: Matrix, b: Matrix) -> Matrix:
     """a x b of two 3-component columns (no simplification: temporaries stay as they are)."""
     return Matrix([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-def mul(a: Matrix, b: Matrix) -> Matrix:
-    """The product a b, each entry one Add of its non-zero products: SymPy's own product converts
-    to a domain matrix and adds term by term, which was a third of a humanoid's derivation."""
-    left, right = a.tolist(), b.tolist()
-    inner = range(a.cols)
-    entries = []
-    for row in left:
-        for j in range(b.cols):
-            terms = [row[k] * right[k][j] for k in inner if row[k] is not S.Zero and right[k][j] is not S.Zero]
-            entries.append(Add(*terms) if len(terms) > 1 else terms[0] if terms else S.Zero)
-    return Matrix(a.rows, b.cols, entries)
 
 
 def dot(a: Matrix, b: Matrix) -> Expr:
@@ -229,7 +217,7 @@ class _Composite:
             return False
         if isinstance(load, Force):
             (link, offset), (parent, _) = self.rec.locate(load.point), self.rec.locate(reaction.point)
-            if load.point.pos_from(reaction.point) != Vector(0):
+            if position_from(load.point, reaction.point) != Vector(0):
                 return False
         else:
             if load.frame not in self.rec.frames or reaction.frame not in self.rec.frames:

@@ -20,35 +20,67 @@ depth, not with the depth squared as body-by-body sums do.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 from sympy import Expr, Matrix, Rational, S, eye, zeros
 from sympy.physics.mechanics import Point, ReferenceFrame
 
 from mb_sim.model import Gravity, PrismaticJoint, Robot
+from mb_sim.model.algebra import components, position_from
 from mb_sim.symbolic.composite import ZERO3, cross as _cross, dot as _dot, mass_matrix_and_forcing, mul as _mul
 from mb_sim.symbolic.plain import PlainSymbols
 from mb_sim.symbolic.temporaries import Temporaries
 
 __all__ = ["LinkKinematics", "KaneEquations", "derive_kane"]
 
-@dataclass
 class LinkKinematics:
-    """Kinematic quantities of one link, all in link-frame components except R and p."""
+    """Kinematic quantities of one link, all in link-frame components except R and p.
 
-    rotation: Matrix  # world <- link
-    position: Matrix  # world coordinates of the link origin
-    angular_velocity: Matrix
-    velocity: Matrix
-    angular_partials: dict[int, Matrix] = field(default_factory=dict)  # by own speed index
-    partials: dict[int, Matrix] = field(default_factory=dict)  # of the origin, by own speed index
-    angular_acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
-    acceleration_bias: Matrix = field(default_factory=lambda: ZERO3)
-    parent: str | None = None
-    rotation_from_parent: Matrix | None = None  # parent <- link
-    offset_from_parent: Matrix | None = None  # the link origin in parent-frame components
-    own_speeds: list[int] = field(default_factory=list)  # the joint's speeds (indices into u)
-    moves: bool = False  # whether any speed moves the link
+    A link fixed to its parent (a sensor frame, a cover, a foot sole) gets its velocities and
+    acceleration biases from `motion`, called the first time something reads one: most such links
+    are leaves nothing reads them on (iCub's URDF has 175 of its 214 joints fixed).
+    """
+
+    def __init__(self, rotation: Matrix, position: Matrix, angular_velocity: Matrix = ZERO3, velocity: Matrix = ZERO3,
+                 angular_partials: dict[int, Matrix] | None = None, partials: dict[int, Matrix] | None = None,
+                 angular_acceleration_bias: Matrix = ZERO3, acceleration_bias: Matrix = ZERO3,
+                 parent: str | None = None, rotation_from_parent: Matrix | None = None,
+                 offset_from_parent: Matrix | None = None, own_speeds: list[int] | None = None, moves: bool = False,
+                 motion: Callable[[], tuple[Matrix, Matrix, Matrix, Matrix]] | None = None) -> None:
+        self.rotation, self.position = rotation, position  # world <- link; world coordinates of the origin
+        self.angular_partials = angular_partials or {}  # by own speed index
+        self.partials = partials or {}  # of the origin, by own speed index
+        self.parent, self.rotation_from_parent = parent, rotation_from_parent  # parent <- link
+        self.offset_from_parent = offset_from_parent  # the link origin in parent-frame components
+        self.own_speeds = own_speeds or []  # the joint's speeds (indices into u)
+        self.moves = moves  # whether any speed moves the link
+        self._motion = motion
+        self._values = None if motion else (angular_velocity, velocity, angular_acceleration_bias, acceleration_bias)
+
+    def _motion_values(self) -> tuple[Matrix, Matrix, Matrix, Matrix]:
+        if self._values is None:
+            self._values = self._motion()
+        return self._values
+
+    @property
+    def angular_velocity(self) -> Matrix:
+        return self._motion_values()[0]
+
+    @property
+    def velocity(self) -> Matrix:
+        """Of the link origin."""
+        return self._motion_values()[1]
+
+    @property
+    def angular_acceleration_bias(self) -> Matrix:
+        """The angular acceleration's part without u'."""
+        return self._motion_values()[2]
+
+    @property
+    def acceleration_bias(self) -> Matrix:
+        """The origin acceleration's part without u'."""
+        return self._motion_values()[3]
 
 
 @dataclass
@@ -87,10 +119,10 @@ class _Recursion:
             parent = joint.parent
             self.frames[joint.frame] = (parent.name, self.plain.convert_matrix(parent.frame.dcm(joint.frame)))
             self.points[joint.point] = (parent.name, self.plain.convert_matrix(
-                joint.point.pos_from(parent.origin).to_matrix(parent.frame)))
+                components(position_from(joint.point, parent.origin), parent.frame)))
             if isinstance(joint, PrismaticJoint):
                 self.points[joint.reaction_point] = (parent.name, self.plain.convert_matrix(
-                    joint.reaction_point.pos_from(parent.origin).to_matrix(parent.frame)))
+                    components(joint.reaction_point.pos_from(parent.origin), parent.frame)))
 
     def locate(self, point: Point) -> tuple[str, Matrix]:
         """The link `point` is fixed in and its position there (link-frame components): registered
@@ -119,7 +151,8 @@ class _Recursion:
         q_plain = [self.plain.plain(q) for q in joint.q]
         qdot = Matrix([self.plain.qdot[self.q_index[q]] for q in joint.q])
         bias = expr.jacobian(q_plain) * qdot if q_plain else zeros(*expr.shape)
-        return bias + expr.diff(self.plain.time)
+        time = self.plain.time
+        return bias + expr.applyfunc(lambda e: e.diff(time)) if time in expr.free_symbols else bias
 
     def _child_kinematics(self, joint) -> None:
         t, plain = self.temps, self.plain
@@ -131,26 +164,39 @@ class _Recursion:
         r = plain.convert_matrix(translation)
         w_rel = plain.convert_matrix(angular_velocity)
         v_rel = plain.convert_matrix(velocity)
-        w_p_here = t.matrix(_mul(Et, p.angular_velocity), f"parent angular velocity in {name}")
-        w = t.matrix(w_p_here + w_rel, f"angular velocity of {name}")
-        v = t.matrix(_mul(Et, p.velocity + _cross(p.angular_velocity, r) + v_rel), f"velocity of {name} origin")
         own_u = [plain.plain(u) for u in joint.u]
         w_partials, v_partials = {}, {}  # the joint's own speeds only: see composite.py
         for dynamic, u in zip(joint.u, own_u):
             k = self.speed_index[dynamic]
-            w_partials[k] = t.matrix(w_rel.diff(u), f"partial angular velocity of {name}")
-            v_partials[k] = t.matrix(_mul(Et, v_rel.diff(u)), f"partial velocity of {name}")
+            w_partials[k] = t.matrix(w_rel.applyfunc(lambda e: e.diff(u)), f"partial angular velocity of {name}")
+            v_partials[k] = t.matrix(_mul(Et, v_rel.applyfunc(lambda e: e.diff(u))), f"partial velocity of {name}")
+        R = t.matrix(_mul(p.rotation, E), f"world rotation of {name}")
+        position = t.matrix(p.position + _mul(p.rotation, r), f"world position of {name}")
+        own = [self.speed_index[dynamic] for dynamic in joint.u]
+
+        tree = {"parent": joint.parent.name, "rotation_from_parent": E, "offset_from_parent": r, "own_speeds": own,
+                "moves": bool(own) or p.moves}
+        if own:  # a moving link's body reads its motion at once
+            w, v, alpha_b, a_b = self._motion(joint, p, Et, r, w_rel, v_rel)
+            self.links[name] = LinkKinematics(R, position, w, v, w_partials, v_partials, alpha_b, a_b, **tree)
+        else:
+            self.links[name] = LinkKinematics(R, position, **tree,
+                                              motion=lambda: self._motion(joint, p, Et, r, w_rel, v_rel))
+
+    def _motion(self, joint, p: LinkKinematics, Et: Matrix, r: Matrix, w_rel: Matrix, v_rel: Matrix
+                ) -> tuple[Matrix, Matrix, Matrix, Matrix]:
+        """Angular velocity, origin velocity and their u'-free rates of `joint`'s child."""
+        t, name = self.temps, joint.child.name
+        w_p_here = t.matrix(_mul(Et, p.angular_velocity), f"parent angular velocity in {name}")
+        w = t.matrix(w_p_here + w_rel, f"angular velocity of {name}")
+        v = t.matrix(_mul(Et, p.velocity + _cross(p.angular_velocity, r) + v_rel), f"velocity of {name} origin")
         alpha_b = t.matrix(_mul(Et, p.angular_acceleration_bias) + self._rate_bias(w_rel, joint)
                            + _cross(w_p_here, w_rel), f"angular acceleration bias of {name}")
         wp = p.angular_velocity
         a_b = t.matrix(_mul(Et, p.acceleration_bias + _cross(p.angular_acceleration_bias, r) + _cross(wp, _cross(wp, r))
                              + 2 * _cross(wp, v_rel) + self._rate_bias(v_rel, joint)),
                        f"acceleration bias of {name} origin")
-        R = t.matrix(_mul(p.rotation, E), f"world rotation of {name}")
-        position = t.matrix(p.position + _mul(p.rotation, r), f"world position of {name}")
-        own = [self.speed_index[dynamic] for dynamic in joint.u]
-        self.links[name] = LinkKinematics(R, position, w, v, w_partials, v_partials, alpha_b, a_b,
-                                          joint.parent.name, E, r, own, bool(own) or p.moves)
+        return w, v, alpha_b, a_b
 
     # -- loads --------------------------------------------------------------------------------
     def in_link(self, components: Matrix, source: str, target: str) -> Matrix:

@@ -17,7 +17,7 @@ from mb_sim.symbolic.derive import joint_efforts
 __all__ = ["topology_signature", "topology_key", "DERIVATION_VERSION"]
 
 #: Bump when the derivation changes what it produces for the same model.
-DERIVATION_VERSION = "5"
+DERIVATION_VERSION = "6"
 
 
 def _vector_terms(vector) -> list[str]:
