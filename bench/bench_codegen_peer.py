@@ -15,11 +15,11 @@ Checked against ``pinocchio.aba`` at 3 random states (random q within the limits
 +-1, tau in +-10) on the Function and both libraries: the largest |difference|, beside the largest |u'|.
 
 Robots: as bench_cold.py, n-link chains (bench_dynamics.chain_urdf) of 8 to 64 links on a fixed base
-and the humanoids (G1, Talos full, JVRC-1) on a free flyer; mimic joints are independent joints, as
-in Pinocchio's URDF parser (and in mb_sim's DoF count).
+and the humanoids bench_cold.py finds (G1, Talos full, JVRC-1, iCub) on a free flyer; mimic joints are
+independent joints, as in Pinocchio's URDF parser (and in mb_sim's DoF count).
 
 Run: ``.venv/bin/python -W ignore bench/bench_codegen_peer.py [--quick] [--markdown PATH]`` (--quick:
-chains of 8 to 32 and G1).  Prints figures, asserts nothing.
+chains of 8 to 32 and the first humanoid found, G1).  Prints figures, asserts nothing.
 """
 from __future__ import annotations
 
@@ -221,7 +221,7 @@ def measure(name: str, path: str, floating: bool) -> tuple[list[str], dict | Non
 def main() -> None:
     """Every robot in a fresh process of its own; print the table (and write it with --markdown)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="chains of 8 to 32 links and G1")
+    parser.add_argument("--quick", action="store_true", help="chains of 8 to 32 links and the first humanoid (G1)")
     parser.add_argument("--markdown", type=Path, help="write the table here")
     args = parser.parse_args()
     from bench_cold import humanoids

@@ -48,9 +48,9 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
     cached = _load_cached(robot, index, directory, progress)
     if cached is not None:
         return cached
+    seconds = first_load_seconds(len(robot.system.u), len(robot.links))
     report(progress, f"{robot.name}: first load of this structure: deriving, generating and compiling its equations, "
-                     f"about {first_load_seconds(len(robot.system.u), len(robot.links)):.0f} s (kept for the next loads, "
-                     "numbers-only edits of the URDF included)")
+                     f"about {seconds:.0f} s (kept for the next loads, numbers-only edits of the URDF included)")
     eom = derive_equations(robot, progress)
     model = CompiledModel(eom, directory, progress)
     _write_index(index, eom, model.library_path.with_suffix(".c"), model.source)
@@ -59,9 +59,9 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
 
 #: Seconds a first load takes per generalized speed and per link to derive, generate and
 #: quick-compile (2 cores of this project's machines, which differ twofold; bench/results/cold.md:
-#: 0.9 s for chain12, 3.2 s for G1, 5.7-6.7 s for JVRC-1 and Talos full, 7.7 s for chain64, about
-#: 13 s for iCub's 38 speeds and 214 links, each link a pose and a frame in the outputs).
-SECONDS_PER_SPEED, SECONDS_PER_LINK = 0.07, 0.05
+#: 0.9 s for chain12, 3.2 s for G1, 6.0-7.1 s for JVRC-1 and Talos full, 8.5 s for chain64, 17 s
+#: for iCub's 38 speeds and 214 links, each link a pose and a frame in the outputs).
+SECONDS_PER_SPEED, SECONDS_PER_LINK = 0.065, 0.07
 
 
 def first_load_seconds(n_speeds: int, n_links: int) -> float:

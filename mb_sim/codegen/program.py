@@ -55,7 +55,8 @@ def straight_line_program(
 class ProgramSource:
     """What every program of one model shares, done once: the temporaries checked, renamed to
     locals and their function calls hoisted (a humanoid's C functions share most of their
-    4,000 temporaries; doing this per function took seconds)."""
+    4,000 temporaries; doing this per function took seconds).  One source serves programs of one
+    kind: renamed (NumPy) or not (C), as its memos of hoisted calls are shared."""
 
     def __init__(self, eom: EquationsOfMotion) -> None:
         originals = {"q": eom.q, "u": eom.u, "z": eom.z, "inputs": eom.inputs, "params": eom.parameters,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sympy import Add, Matrix, S
+from sympy.matrices.exceptions import ShapeError
 from sympy.physics.vector import Point, ReferenceFrame, Vector
 
 __all__ = ["components", "matrix_product", "position_from"]
@@ -11,6 +12,8 @@ __all__ = ["components", "matrix_product", "position_from"]
 def matrix_product(a: Matrix, b: Matrix) -> Matrix:
     """The product a b, each entry one Add of its non-zero products: SymPy's own product converts
     to a domain matrix and adds term by term, which was a third of a humanoid's derivation."""
+    if a.cols != b.rows:
+        raise ShapeError(f"matrices of {a.shape} and {b.shape} cannot be multiplied")
     left, right = a.tolist(), b.tolist()
     inner = range(a.cols)
     entries = []
@@ -23,8 +26,8 @@ def matrix_product(a: Matrix, b: Matrix) -> Matrix:
 
 def components(vector: Vector, frame: ReferenceFrame) -> Matrix:
     """`vector`'s components in `frame`, as ``vector.to_matrix(frame)``; each part already in
-    `frame` taken as it is: SymPy's ``to_matrix`` asks for ``frame.dcm(frame)``, which is in no
-    cache and searches every path of the frame graph (quadratic in its size: iCub has 640)."""
+    `frame` taken as it is: SymPy's ``to_matrix`` asks for ``frame.dcm(frame)``, whose first call
+    per frame searches every path of the frame graph (quadratic in its size: iCub has 640)."""
     total = Matrix([0, 0, 0])
     for column, part_frame in vector.args:
         total += column if part_frame is frame else matrix_product(frame.dcm(part_frame), column)

@@ -105,6 +105,7 @@ class JointBase(ConnectionBase):
         return exact[0] * self.frame.x + exact[1] * self.frame.y + exact[2] * self.frame.z
 
     def _define_kinematics(self) -> None:
+        self._local_kinematics = None  # (re)placed here: local_kinematics computes them again
         parent = self.parent
         roll, pitch, yaw = self._rpy
         self.frame.orient_body_fixed(parent.frame, (yaw, pitch, roll), "zyx")

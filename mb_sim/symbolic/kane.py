@@ -16,7 +16,8 @@ where ``|b`` means the derivative without its u' terms.  The partial velocities 
 joint's own speeds (the joint's motion subspace); Kane's equations Fr + Fr* = 0 then give
 M u' = F, assembled subtree by subtree in :mod:`mb_sim.symbolic.composite` (composite bodies for
 M, resultant wrenches for F), so expression size grows with the number of links times their
-depth, not with the depth squared as body-by-body sums do.
+depth, not with the depth squared as body-by-body sums do.  A link on a fixed joint gets w, v and
+the biases only when something reads them (a sensor frame nothing reads costs its pose alone).
 """
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ from sympy import Expr, Matrix, Rational, S, eye, zeros
 from sympy.physics.mechanics import Point, ReferenceFrame
 
 from mb_sim.model import Gravity, PrismaticJoint, Robot
-from mb_sim.model.algebra import components, position_from
-from mb_sim.symbolic.composite import ZERO3, cross as _cross, dot as _dot, mass_matrix_and_forcing, mul as _mul
+from mb_sim.model.algebra import components, matrix_product as _mul, position_from
+from mb_sim.symbolic.composite import ZERO3, cross as _cross, dot as _dot, mass_matrix_and_forcing
 from mb_sim.symbolic.plain import PlainSymbols
 from mb_sim.symbolic.temporaries import Temporaries
 
