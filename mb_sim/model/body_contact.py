@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 from sympy import Float, Matrix, Max, Min, sqrt
-from sympy.physics.mechanics import System
 
 from sympy import Expr, S
 
-from mb_sim.model.base import ConnectionBase
+from mb_sim.model.base import ConnectionBase, component_system
 from mb_sim.model.contact import ContactFeature, _guard, bounding_sphere, contact_features
 from mb_sim.model.contact_law import (
     DEFAULT_PENETRATION, REFERENCE_STEP, STIFFEST_FREQUENCY, ContactLaw, contact_energy, contact_force,
@@ -94,7 +93,7 @@ class BodyContact(AnchorFields, ConnectionBase):
         """Nothing to look up: shapes name their links (checked by the URDF reader)."""
 
     def _define_objects(self) -> None:
-        self._system = System()
+        self._system = component_system()
         pair = self.pair_description
         value = lambda given, key: given if given is not None else self._defaults[key]  # noqa: E731
         owner = (f"contact pair '{self.name}' ({pair.link1}, {pair.link2})" if len(self.pairs) == 1

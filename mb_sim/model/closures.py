@@ -37,11 +37,12 @@ they are recorded in ``satisfied`` for the constraint analysis.
 from __future__ import annotations
 
 from sympy import Expr, S
-from sympy.physics.mechanics import Point, ReferenceFrame, System, Vector
+from sympy.physics.mechanics import Point, ReferenceFrame, Vector
 
-from mb_sim.model.base import ComponentError, ConnectionBase, ConstraintRow
+from mb_sim.model.base import ComponentError, ConnectionBase, ConstraintRow, component_system
 from mb_sim.model.joints import JointBase, PrismaticJoint, RevoluteJoint, axis_basis
 from mb_sim.model.link import RigidLink
+from mb_sim.model.orientation import body_fixed_rotation, orient_fixed
 from mb_sim.model.parameters import exact_angle, parameter
 from mb_sim.model.requirement import ModelRequirement
 from mb_sim.urdf import CoordinateConstraintDescription, LoopJointDescription
@@ -60,8 +61,7 @@ def mount_frame(component, link: RigidLink, key: str, xyz, rpy, what: str) -> tu
                         for a, v in zip(("roll", "pitch", "yaw"), rpy))
     frame = ReferenceFrame(component._add_prefix(f"{key}_frame"))
     point = Point(component._add_prefix(f"{key}_point"))
-    frame.orient_body_fixed(link.frame, (yaw, pitch, roll), "zyx")
-    frame.set_ang_vel(link.frame, 0)
+    orient_fixed(frame, link.frame, body_fixed_rotation(roll, pitch, yaw))
     point.set_pos(link.origin, offset[0] * link.frame.x + offset[1] * link.frame.y + offset[2] * link.frame.z)
     point.set_vel(link.frame, 0)
     return frame, point
@@ -98,7 +98,7 @@ class LoopJoint(ConnectionBase):
         self.child = links[self.loop_description.child]
 
     def _define_objects(self) -> None:
-        self._system = System()
+        self._system = component_system()
 
     def _define_kinematics(self) -> None:
         ld = self.loop_description
@@ -182,7 +182,7 @@ class CoordinateConstraint(ConnectionBase):
             setattr(self, role, joint)
 
     def _define_objects(self) -> None:
-        self._system = System()
+        self._system = component_system()
         cd, d = self.coordinate_description, self._descriptions
         self.ratio = S.One if cd.ratio == 1.0 else parameter(
             self, "ratio", cd.ratio, f"ratio of coordinate constraint '{self.name}'", d)

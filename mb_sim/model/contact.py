@@ -27,10 +27,9 @@ against the plane, so a shape far from the ground costs one dot product per eval
 from __future__ import annotations
 
 from sympy import Abs, Expr, Float, Integer, Matrix, Piecewise, S, sqrt
-from sympy.physics.mechanics import System
 
 from mb_sim.model.anchors import updated_anchors  # noqa: F401  (the rule's NumPy twin, here too)
-from mb_sim.model.base import ConnectionBase
+from mb_sim.model.base import ConnectionBase, component_system
 from mb_sim.model.contact_law import (  # (the defaults' constants re-exported: their names here before)
     DEFAULT_DAMPING_RATIO, DEFAULT_PENETRATION, DEFAULT_STICK_VELOCITY, REFERENCE_STEP, SUPPORTS, ContactLaw,
     contact_energy, contact_force, contact_parameters, default_parameters, link_laws, rolling_torque,
@@ -90,7 +89,7 @@ class GroundContact(AnchorFields, ConnectionBase):
         """Nothing to look up: shapes name their links (checked by the URDF reader)."""
 
     def _define_objects(self) -> None:
-        self._system = System()
+        self._system = component_system()
         g, d, name = self.ground_description, self._descriptions, self.name
         value = lambda given, key: given if given is not None else self._defaults[key]  # noqa: E731
         self.height = parameter(self, "height", g.height, f"ground '{name}': height of the plane along its normal [m]",

@@ -25,11 +25,12 @@ from typing import ClassVar
 
 import numpy as np
 from sympy import Basic, Matrix, Rational, S
-from sympy.physics.mechanics import Force, Point, ReferenceFrame, System, Torque, Vector, dynamicsymbols
+from sympy.physics.mechanics import Force, Point, ReferenceFrame, Torque, Vector, dynamicsymbols
 
 from mb_sim.model.algebra import components, matrix_product
-from mb_sim.model.base import ConnectionBase, ConstraintRow
+from mb_sim.model.base import ConnectionBase, ConstraintRow, component_system
 from mb_sim.model.link import RigidLink
+from mb_sim.model.orientation import axis_rotation, body_fixed_rotation, orient, orient_fixed, unit_column
 from mb_sim.model.parameters import dynamic_symbol, exact_angle, exact_axis, parameter
 from mb_sim.model.requirement import ModelRequirement
 from mb_sim.urdf import JointDescription
@@ -75,7 +76,7 @@ class JointBase(ConnectionBase):
         return self.joint_description.mimic is not None
 
     def _define_objects(self) -> None:
-        self._system = System()
+        self._system = component_system()
         d, jd = self._descriptions, self.joint_description
         self.q = Matrix(self._new_coordinates(self.coordinates))
         self.u = Matrix(self._new_coordinates(self.speeds))
@@ -95,21 +96,25 @@ class JointBase(ConnectionBase):
             out.append(symbol)
         return out
 
-    def _axis_vector(self) -> Vector:
-        """The joint axis in the joint frame: exact where axis-aligned, else parameters."""
+    def _axis_components(self) -> list:
+        """The joint axis's components in the joint frame: exact where axis-aligned, else parameters."""
         axis = self.joint_description.axis
         exact = exact_axis(axis)
         if exact is None:
             exact = [parameter(self, f"axis_{a}", v, f"component {a} of the unit axis of joint '{self.name}'",
                                self._descriptions) for a, v in zip("xyz", axis)]
-        return exact[0] * self.frame.x + exact[1] * self.frame.y + exact[2] * self.frame.z
+        return list(exact)
+
+    def _axis_vector(self) -> Vector:
+        """The joint axis in the joint frame (see :meth:`_axis_components`)."""
+        x, y, z = self._axis_components()
+        return x * self.frame.x + y * self.frame.y + z * self.frame.z
 
     def _define_kinematics(self) -> None:
         self._local_kinematics = None  # (re)placed here: local_kinematics computes them again
         parent = self.parent
         roll, pitch, yaw = self._rpy
-        self.frame.orient_body_fixed(parent.frame, (yaw, pitch, roll), "zyx")
-        self.frame.set_ang_vel(parent.frame, 0)
+        orient_fixed(self.frame, parent.frame, body_fixed_rotation(roll, pitch, yaw))
         x, y, z = self._offset
         self.point.set_pos(parent.origin, x * parent.frame.x + y * parent.frame.y + z * parent.frame.z)
         self.point.set_vel(parent.frame, 0)
@@ -196,8 +201,7 @@ class FixedJoint(JointBase):
 
     def _place_child(self) -> None:
         child = self.child
-        child.frame.orient_axis(self.frame, self.frame.z, 0)
-        child.frame.set_ang_vel(self.frame, 0)
+        orient_fixed(child.frame, self.frame)
         child.origin.set_pos(self.point, 0)
         child.origin.set_vel(self.parent.frame, 0)
 
@@ -210,8 +214,9 @@ class RevoluteJoint(JointBase):
 
     def _place_child(self) -> None:
         child = self.child
-        self.axis = self._axis_vector()
-        child.frame.orient_axis(self.frame, self.axis, self.q[0])
+        axis = self._axis_components()
+        self.axis = axis[0] * self.frame.x + axis[1] * self.frame.y + axis[2] * self.frame.z
+        orient(child.frame, self.frame, axis_rotation(unit_column(axis), self.q[0]))
         child.frame.set_ang_vel(self.frame, self.u[0] * self.axis)
         child.origin.set_pos(self.point, 0)
         child.origin.set_vel(self.parent.frame, 0)
@@ -231,8 +236,7 @@ class PrismaticJoint(JointBase):
     def _place_child(self) -> None:
         child = self.child
         self.axis = self._axis_vector()
-        child.frame.orient_axis(self.frame, self.frame.z, 0)
-        child.frame.set_ang_vel(self.frame, 0)
+        orient_fixed(child.frame, self.frame)
         child.origin.set_pos(self.point, self.q[0] * self.axis)
         child.origin.set_vel(self.parent.frame, self.u[0] * self.axis)
         # The parent's material point under the child origin: where the reaction acts.

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sympy import Matrix
 from sympy.physics.mechanics import Dyadic, Point, ReferenceFrame, RigidBody
 
-from mb_sim.model.base import ModelBase
+from mb_sim.model.base import ModelBase, component_system
 from mb_sim.model.parameters import parameter
 from mb_sim.urdf import LinkDescription
 
@@ -40,7 +40,7 @@ class RigidLink(ModelBase):
     def _define_objects(self) -> None:
         from sympy.physics.mechanics import System
 
-        self._system = System()
+        self._system = component_system()
         self.frame = ReferenceFrame(self._add_prefix("frame"))
         self.origin = Point(self._add_prefix("origin"))
         if self.is_massless:

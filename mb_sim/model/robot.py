@@ -10,6 +10,7 @@ from mb_sim.model.body_contact import BodyContact
 from mb_sim.model.contact import GroundContact
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
+from mb_sim.model.orientation import orient_fixed
 from mb_sim.model.actuators import DCMotor
 from mb_sim.model.loads import Gravity, JointDissipation, JointEffort, JointLimitStop, JointSpring
 from mb_sim.model.springs import SpringDamper
@@ -129,8 +130,7 @@ class Robot(ModelBase):
 
     def _define_kinematics(self) -> None:
         root = self.root_link
-        root.frame.orient_axis(self.world_frame, self.world_frame.z, 0)
-        root.frame.set_ang_vel(self.world_frame, 0)
+        orient_fixed(root.frame, self.world_frame)
         root.origin.set_pos(self.world_origin, 0)
         root.origin.set_vel(self.world_frame, 0)
 

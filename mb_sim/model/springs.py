@@ -14,9 +14,9 @@ potential energy is ``k (L - L0)^2 / 2 + f (L - L0)`` (none for a user law).  ``
 from __future__ import annotations
 
 from sympy import Expr, Matrix, Rational, S, sqrt
-from sympy.physics.mechanics import Force, Point, System, dynamicsymbols
+from sympy.physics.mechanics import Force, Point, dynamicsymbols
 
-from mb_sim.model.base import ConnectionBase
+from mb_sim.model.base import ConnectionBase, component_system
 from mb_sim.model.force_laws import SpringForceLaw
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
@@ -60,7 +60,7 @@ class SpringDamper(ConnectionBase):
         self.link0, self.link1 = (links[marker.link] for marker in self.spring_description.markers)
 
     def _define_objects(self) -> None:
-        self._system = System()
+        self._system = component_system()
         sd, d, name = self.spring_description, self._descriptions, self.name
         values = (("stiffness", sd.stiffness, "stiffness k [N/m]"), ("damping", sd.damping, "damping d [N s/m]"),
                   ("reference_length", sd.reference_length, "reference length L0 [m]"),

@@ -37,9 +37,9 @@ force on the wheel at the contact point in world axes.
 from __future__ import annotations
 
 from sympy import Expr, Matrix, sqrt
-from sympy.physics.mechanics import System, Vector
+from sympy.physics.mechanics import Vector
 
-from mb_sim.model.base import ConnectionBase, ConstraintRow
+from mb_sim.model.base import ConnectionBase, ConstraintRow, component_system
 from mb_sim.model.joints import JointBase
 from mb_sim.model.link import RigidLink
 from mb_sim.model.parameters import exact_axis, parameter
@@ -68,7 +68,7 @@ class RollingWheel(ConnectionBase):
         self.joint = next((j for j in joints.values() if j.joint_description.child == self.wheel.name), None)
 
     def _define_objects(self) -> None:
-        self._system = System()
+        self._system = component_system()
         self.radius = parameter(self, "radius", self.wheel_description.radius,
                                 f"radius of rolling wheel '{self.name}' [m]", self._descriptions)
 

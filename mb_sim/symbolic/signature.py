@@ -8,6 +8,8 @@ import hashlib
 import json
 
 import sympy
+from sympy import Basic, MatrixBase
+from sympy.core.function import AppliedUndef
 from sympy.physics.mechanics import Force
 
 from mb_sim.model import Robot
@@ -20,31 +22,61 @@ __all__ = ["topology_signature", "topology_key", "DERIVATION_VERSION"]
 DERIVATION_VERSION = "6"
 
 
-def _vector_terms(vector) -> list[str]:
-    return [f"{frame.name}:{components}" for components, frame in vector.args]
+class _Structure:
+    """Exact, process-independent text of expressions: each node's class and arguments, shared
+    subexpressions written once per process (SymPy's printers order and format every term, which
+    took a second for a humanoid's 200 joints)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[Basic, str] = {}
+
+    def __call__(self, item) -> str:
+        if isinstance(item, MatrixBase):
+            return f"Matrix{item.shape}[{', '.join(map(self, item))}]"
+        if not isinstance(item, Basic):
+            return str(item)
+        text = self._memo.get(item)
+        if text is None:
+            text = self._memo[item] = self._node(item)
+        return text
+
+    def _node(self, item: Basic) -> str:
+        if item.is_Symbol:
+            return f"{type(item).__name__}:{item.name}"
+        if item.is_Float:
+            return f"Float:{item._mpf_}"  # every bit of its mantissa and exponent
+        if item.is_Number:
+            return f"Number:{item}"  # integers and rationals: exact
+        if isinstance(item, AppliedUndef):  # a dynamic symbol q(t)
+            return f"{item.func.__name__}({', '.join(map(self, item.args))})"
+        return f"{type(item).__name__}({', '.join(map(self, item.args))})"
+
+
+def _vector_terms(vector, text: _Structure) -> list[str]:
+    return [f"{frame.name}:{text(components)}" for components, frame in vector.args]
 
 
 def topology_signature(robot: Robot) -> dict:
     """The derivation's inputs as plain data (strings of small local expressions)."""
-    system = robot.system
+    system, text = robot.system, _Structure()
     joints = [{
         "name": j.name, "type": type(j).__name__, "parent": j.parent.name, "child": j.child.name,
-        **dict(zip(("rotation", "translation", "angular_velocity", "velocity"), map(str, j.local_kinematics()))),
+        **dict(zip(("rotation", "translation", "angular_velocity", "velocity"), map(text, j.local_kinematics()))),
     } for j in robot.joints.values()]
     links = [{
-        "name": name, "mass": str(link.body.mass), "masscenter": str(link.com), "inertia": str(link.inertia_matrix),
+        "name": name, "mass": text(link.body.mass), "masscenter": text(link.com), "inertia": text(link.inertia_matrix),
     } if link.body is not None else {"name": name} for name, link in robot.links.items()]
     loads = [{"on": str(load.location), "kind": "force" if isinstance(load, Force) else "torque",
-              "vector": _vector_terms(load.vector)} for load in applied_loads(system)]
+              "vector": _vector_terms(load.vector, text)} for load in applied_loads(system)]
     return {
         "derivation": DERIVATION_VERSION, "sympy": sympy.__version__, "root": robot.root_link.name,
         "q": [str(q) for q in system.q], "u": [str(u) for u in system.u],
         "q_dependent": [str(q) for q in system.q_dep], "u_dependent": [str(u) for u in system.u_dep],
-        "kdes": [str(k) for k in system.kdes],
+        "kdes": [text(k) for k in system.kdes],
         "inputs": [str(e) for e in joint_efforts(robot)], "parameters": [str(p) for p in robot.parameters],
         "joints": joints, "links": links, "loads": loads,
-        "holonomic": [str(c) for c in system.holonomic_constraints],
-        "nonholonomic": [str(c) for c in system.nonholonomic_constraints],
+        "holonomic": [text(c) for c in system.holonomic_constraints],
+        "nonholonomic": [text(c) for c in system.nonholonomic_constraints],
         **_kinematic_loads(robot),
         **_imus(robot),
         **_force_torques(robot),
