@@ -25,8 +25,32 @@ RELATIVE_TOLERANCE = 1e-9
 pytestmark = pytest.mark.filterwarnings("ignore::mb_sim.urdf.URDFWarning")
 
 
+#: Joints whose axes lie along no frame axis and are not unit vectors (both joint kinds that take
+#: an axis), mounted at rotated origins: the axis's components are parameters, normalized.
+OBLIQUE_ARM = """<robot name="oblique_arm">
+  <link name="base"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>
+    <origin xyz="0.1 0 0.2" rpy="0.3 -0.2 0.5"/><axis xyz="0.3 -0.5 0.8"/>
+    <limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <link name="l1"><inertial><origin xyz="0.1 0.05 -0.2" rpy="0.2 0.1 0"/><mass value="1.2"/>
+    <inertia ixx="0.03" iyy="0.025" izz="0.012" ixy="0.001" ixz="0" iyz="0.002"/></inertial></link>
+  <joint name="j2" type="continuous"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0.1 -0.4" rpy="-0.4 0.7 0.1"/><axis xyz="1 1 0"/></joint>
+  <link name="l2"><inertial><origin xyz="0 0 -0.2"/><mass value="0.8"/>
+    <inertia ixx="0.02" iyy="0.02" izz="0.005" ixy="0" ixz="0.001" iyz="0"/></inertial></link>
+  <joint name="j3" type="prismatic"><parent link="l2"/><child link="l3"/>
+    <origin xyz="0 0 -0.3" rpy="0 0.3 0"/><axis xyz="0.2 0.4 -1"/>
+    <limit lower="-0.2" upper="0.2" effort="10" velocity="1"/></joint>
+  <link name="l3"><inertial><origin xyz="0.05 0 0"/><mass value="0.5"/>
+    <inertia ixx="0.002" iyy="0.003" izz="0.004" ixy="0" ixz="0" iyz="0"/></inertial></link>
+</robot>
+"""
+
+
 def robot_xml(name: str, repo) -> str:
     shipped = {"arm6", "double_pendulum", "free_body"}
+    if name == "oblique_arm":
+        return OBLIQUE_ARM
     if name in shipped:
         return (repo / "urdf" / f"{name}.urdf").read_text()
     robots = example_robot_data_dir()
@@ -48,7 +72,7 @@ def cache_dir(model_cache):
     return model_cache
 
 
-@pytest.mark.parametrize("name", ["arm6", "double_pendulum", "free_body", "ur5", "panda", "solo12"])
+@pytest.mark.parametrize("name", ["arm6", "double_pendulum", "free_body", "oblique_arm", "ur5", "panda", "solo12"])
 def test_dynamics_match_pinocchio(name, repo, cache_dir):
     xml = robot_xml(name, repo)
     robot = load_urdf(xml)

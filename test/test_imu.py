@@ -153,6 +153,7 @@ def test_pendulum_at_rest_reads_g_up(pendulum):
     np.testing.assert_allclose(tip.angular_velocity, 0.0, atol=1e-14)
     np.testing.assert_allclose(quaternion_matrix(*tip.orientation), mounting, atol=1e-12)
     np.testing.assert_allclose(readings["gz_imu"].linear_acceleration, [0, 0, G], atol=1e-12)
+    assert pendulum.model.imu_links == ["arm"]  # both IMUs read the arm's one row of outputs
 
 
 @pytest.mark.parametrize("theta, rate", [(0.7, 1.3), (-2.5, -3.0), (math.pi / 2, 0.0), (3.0, 4.5)])

@@ -57,7 +57,8 @@ def test_eom_prints_small_entries_of_m_and_f_simplified_and_wrapped():
 def test_eom_temporaries_on_request():
     text = eom("four_bar", "--temporaries")
     assert re.search(r"^Temporaries \(\d+, in evaluation order\):$", text, re.M)
-    assert re.search(r"^  _tmp\d+ = -cos\(crank_joint_q\)    \[rotation ground <- crank\]$", text, re.M), text[:3000]
+    assert re.search(r"^  _tmp\d+ = cos\(crank_joint_q\)    \[rotation joint crank_joint <- crank\]$", text, re.M), \
+        text[:3000]
     assert "  M[crank_joint_u, crank_joint_u] = _tmp" in text
     assert max(len(line) for line in text.splitlines()) <= 150
 

@@ -39,3 +39,13 @@ def test_structure_text_is_exact():
     assert text(Float(0.1) * x) != text(Float(0.1 + 2**-55) * x)
     assert text(Rational(1, 3) * x) != text(Rational(1, 3) + x)
     assert text(x**2) == _Structure()(x**2)
+
+
+def test_imus_on_an_instrumented_link_keep_the_key():
+    """The IMU outputs have rows per link carrying IMUs: more IMUs there need no new build."""
+    end = "</robot>"
+    one = _key(end, '<mb_sim><imu name="a" link="lower"/></mb_sim></robot>')
+    two = _key(end, '<mb_sim><imu name="b" link="lower"><origin xyz="0 0 -1" rpy="0.1 0 0"/></imu>'
+                    '<imu name="c" link="lower"/></mb_sim></robot>')
+    assert one == two != _key()
+    assert _key(end, '<mb_sim><imu name="a" link="upper"/></mb_sim></robot>') != one

@@ -20,7 +20,7 @@ INDEX_LISTS = ("dependent_coordinates", "dependent_speeds", "position_speeds", "
                "dissipation_rows", "quaternion_starts")
 #: ... and its name lists.
 NAME_LISTS = ("constraint_names", "redundant_constraints", "constraint_labels", "spring_names", "motor_names",
-              "contact_names", "imu_names", "noncontributing_names")
+              "contact_names", "imu_links", "noncontributing_names")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class ModelHeader(Dimensions):
     spring_names: tuple[str, ...] = ()
     motor_names: tuple[str, ...] = ()
     contact_names: tuple[str, ...] = ()
-    imu_names: tuple[str, ...] = ()
+    imu_links: tuple[str, ...] = ()
     noncontributing_names: tuple[str, ...] = ()
     force_laws: tuple[tuple[str, str], ...] = field(default=())
 

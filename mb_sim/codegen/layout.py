@@ -107,8 +107,8 @@ def _expected_shapes(eom: EquationsOfMotion) -> dict[str, tuple[int | None, int]
         "electrical_rates": (eom.n_z, 1), "electrical_decay": (eom.n_z, 1),
         "motor_states": (len(eom.motor_names), 4),
         "contact_states": (len(eom.contact_names), CONTACT_STATE_COLUMNS),
-        "imu_jacobians": (IMU_JACOBIAN_ROWS * len(eom.imu_names), n_u),
-        "imu_states": (len(eom.imu_names), IMU_STATE_COLUMNS),
+        "imu_jacobians": (IMU_JACOBIAN_ROWS * len(eom.imu_links), n_u),
+        "imu_states": (len(eom.imu_links), IMU_STATE_COLUMNS),
         "ft_jacobians": (None, n_u), "ft_states": (None, FT_STATE_COLUMNS),  # sensors' rows: cache keeps no names
         "noncontributing_jacobians": (len(eom.noncontributing_names), n_u),
         "noncontributing_states": (len(eom.noncontributing_names), 4 + len(eom.noncontributing_names)),

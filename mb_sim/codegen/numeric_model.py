@@ -83,8 +83,9 @@ class NumericModel(ABC):
         The spring-dampers (rows of the spring outputs); per user-law spring, ``(spring, law)``.
     contact_names
         The contact features (rows of ``contact_states``: ``ground/link/shape/feature``).
-    imu_names
-        The IMUs (rows of ``imu_states``, blocks of 6 rows of ``imu_jacobians``).
+    imu_links
+        The links carrying IMUs, each once (rows of ``imu_states``, blocks of 6 rows of
+        ``imu_jacobians``; the IMUs on one link share its row).
     noncontributing_names
         The noncontributing forces' symbols (rows of ``noncontributing_states``).
     dissipation_rows
@@ -123,7 +124,7 @@ class NumericModel(ABC):
         self.generic_configurations = [np.array(c, dtype=float) for c in eom.generic_configurations]
         self.spring_names, self.force_laws = list(eom.spring_names), list(eom.force_laws)
         self.contact_names = list(eom.contact_names)
-        self.imu_names = list(eom.imu_names)
+        self.imu_links = list(eom.imu_links)
         self.noncontributing_names = list(eom.noncontributing_names)
         self.dissipation_rows = np.array(eom.dissipation_rows, dtype=int).reshape(-1, DISSIPATION_WIDTH)
         self._force_law: ForceLawCallback | None = None

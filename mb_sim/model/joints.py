@@ -168,10 +168,16 @@ class JointBase(ConnectionBase):
 
     def rotation(self) -> Matrix:
         """Direction cosines mapping child-frame components to parent-frame components."""
+        factors = self.rotation_factors()
+        return self.parent.frame.dcm(self.child.frame) if factors is None else matrix_product(*factors)
+
+    def rotation_factors(self) -> tuple[Matrix, Matrix] | None:
+        """:meth:`rotation` as (parent <- joint frame, constant; joint frame <- child), where the
+        joint placed its child through its own frame (None otherwise)."""
         parent, joint, child = self.parent.frame, self.frame, self.child.frame
         if joint in parent._dcm_cache and child in joint._dcm_cache:
-            return matrix_product(parent.dcm(joint), joint.dcm(child))
-        return parent.dcm(child)
+            return parent.dcm(joint), joint.dcm(child)
+        return None
 
     def translation(self) -> Matrix:
         """Child origin relative to the parent origin, in parent-frame components."""
@@ -217,7 +223,10 @@ class RevoluteJoint(JointBase):
         axis = self._axis_components()
         self.axis = axis[0] * self.frame.x + axis[1] * self.frame.y + axis[2] * self.frame.z
         orient(child.frame, self.frame, axis_rotation(unit_column(axis), self.q[0]))
-        child.frame.set_ang_vel(self.frame, self.u[0] * self.axis)
+        # In the child's components: the rotation leaves its own axis's components as they are, and
+        # SymPy would rotate them through it (long expressions for an axis of parameters).
+        child.frame.set_ang_vel(self.frame, self.u[0] * (axis[0] * child.frame.x + axis[1] * child.frame.y
+                                                         + axis[2] * child.frame.z))
         child.origin.set_pos(self.point, 0)
         child.origin.set_vel(self.parent.frame, 0)
 

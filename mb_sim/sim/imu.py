@@ -2,9 +2,9 @@
 
 Each IMU (``<mb_sim><imu>`` or Gazebo's ``<sensor type="imu">``) is fixed in a link L at offset
 ``d`` (link frame) with rotation ``R_m`` (sensor in link).  At the current state the generated
-code gives, per IMU, L's angular velocity ``omega`` and the Jacobians and u'-free parts of L's
-angular acceleration and origin acceleration (outputs ``imu_jacobians``, ``imu_states``, see
-:mod:`mb_sim.symbolic.imu`); with u' from the forward dynamics
+code gives, per link carrying IMUs, L's angular velocity ``omega`` and the Jacobians and u'-free
+parts of L's angular acceleration and origin acceleration (outputs ``imu_jacobians``,
+``imu_states``, see :mod:`mb_sim.symbolic.imu`); with u' from the forward dynamics
 
     alpha = J_w u' + alpha_b,     a_O - g = J_v u' + (a_b - g)
     f = (a_O - g) + alpha x d_w + omega x (omega x d_w),    d_w = R_L d
@@ -60,9 +60,11 @@ class ImuNoise:
 
 @dataclass
 class _Mounting:
-    """Where one IMU sits: its link's row in ``link_poses``, offset and rotation in the link."""
+    """Where one IMU sits: its link's rows in ``link_poses`` and in the IMU outputs, offset and
+    rotation in the link."""
 
     link_row: int
+    imu_row: int
     offset: np.ndarray
     rotation: np.ndarray
     noise: ImuNoise | None = None
@@ -75,13 +77,15 @@ class ImuSet:
     def __init__(self, robot, model) -> None:
         self.model = model
         rows = {name: k for k, name in enumerate(model.link_names)}
-        self.mountings: dict[str, _Mounting] = {}
-        for imu in getattr(robot, "imus", []):
-            self.mountings[imu.name] = _Mounting(rows[imu.link], np.asarray(imu.xyz, dtype=float),
-                                                 rpy_to_matrix(np.asarray(imu.rpy, dtype=float)))
-        missing = [name for name in self.mountings if name not in model.imu_names]
+        carriers = {name: k for k, name in enumerate(model.imu_links)}
+        imus = list(getattr(robot, "imus", []))
+        missing = [f"{imu.name} (on {imu.link})" for imu in imus if imu.link not in carriers]
         if missing:
-            raise ValueError(f"IMU(s) {', '.join(missing)} not in the compiled model (imu_names {model.imu_names})")
+            raise ValueError(f"IMU(s) {', '.join(missing)} on links the compiled model has no IMU rows for "
+                             f"(imu_links {model.imu_links})")
+        self.mountings: dict[str, _Mounting] = {
+            imu.name: _Mounting(rows[imu.link], carriers[imu.link], np.asarray(imu.xyz, dtype=float),
+                                rpy_to_matrix(np.asarray(imu.rpy, dtype=float))) for imu in imus}
 
     @property
     def names(self) -> list[str]:
@@ -115,7 +119,7 @@ class ImuSet:
         udot = b.udot.copy()
         readings = {}
         for name, mounting in mountings.items():
-            k = model.imu_names.index(name)
+            k = mounting.imu_row
             readings[name] = self._reading(mounting, poses[mounting.link_row], jacobians[6 * k:6 * k + 6] @ udot,
                                            states[k])
         return readings

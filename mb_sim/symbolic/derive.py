@@ -12,7 +12,7 @@ from mb_sim.model.contact_law import contact_energy
 from mb_sim.symbolic.constraints import derive_constraints
 from mb_sim.symbolic.equations import CONTACT_STATE_COLUMNS, EquationsOfMotion
 from mb_sim.symbolic.force_torque import force_torque_outputs
-from mb_sim.symbolic.imu import imu_outputs
+from mb_sim.symbolic.imu import imu_links, imu_outputs
 from mb_sim.symbolic.kane import derive_kane
 from mb_sim.symbolic.noncontributing import noncontributing_outputs
 from mb_sim.symbolic.plain import PlainSymbols, robot_inputs
@@ -122,7 +122,7 @@ def derive_equations(robot: Robot, progress: Callable[[str], None] | None = None
         force_laws=[(s.name, s.spring_description.law) for s in springs if s.law_index is not None],
         dissipation_rows=dissipation_rows(robot),
         contact_names=[f"{c.name}/{f.name}" for c in contacts for f in c.features],
-        imu_names=[imu.name for imu in robot.imus],
+        imu_links=imu_links(robot),
         force_torque_names=[sensor.name for sensor in getattr(robot, "force_torques", [])],
         noncontributing_names=[str(f.symbol) for f in robot.auxiliary_handler.noncontributing_forces],
     )

@@ -41,10 +41,11 @@ name                   shape          meaning
 ``contact_states``     (n_k, 12)      per contact feature (``contact_names``): contact point,
                                       normal, penetration, its rate, normal force, force on
                                       the link (world axes; see :mod:`mb_sim.model.contact`)
-``imu_jacobians``      (6 n_i, n_u)   per IMU (``imu_names``): partial angular velocities (3
-                                      rows), then partial velocities of its link's origin (3
-                                      rows), world axes (see :mod:`mb_sim.symbolic.imu`)
-``imu_states``         (n_i, 12)      per IMU: its link's angular velocity, origin velocity,
+``imu_jacobians``      (6 n_i, n_u)   per link carrying IMUs (``imu_links``, each once): partial
+                                      angular velocities (3 rows), then partial velocities of
+                                      the link's origin (3 rows), world axes (see
+                                      :mod:`mb_sim.symbolic.imu`)
+``imu_states``         (n_i, 12)      per link carrying IMUs: its angular velocity, origin velocity,
                                       angular acceleration bias, origin acceleration bias
                                       minus gravity (world axes; the u'-free parts)
 ``ft_jacobians``       (6 n_f, n_u)   per force-torque sensor (``force_torque_names``): d(force,
@@ -145,7 +146,7 @@ class EquationsOfMotion(Dimensions):
     generic_configurations: list[list[float]] = field(default_factory=list)
     dissipation_rows: list[int] = field(default_factory=list)
     contact_names: list[str] = field(default_factory=list)
-    imu_names: list[str] = field(default_factory=list)
+    imu_links: list[str] = field(default_factory=list)
     force_torque_names: list[str] = field(default_factory=list)
     noncontributing_names: list[str] = field(default_factory=list)
 
@@ -159,8 +160,8 @@ class EquationsOfMotion(Dimensions):
                     "electrical_rates": (len(self.z), 1), "electrical_decay": (len(self.z), 1),
                     "motor_states": (len(self.motor_names), 4),
                     "contact_states": (len(self.contact_names), CONTACT_STATE_COLUMNS),
-                    "imu_jacobians": (IMU_JACOBIAN_ROWS * len(self.imu_names), self.n_u),
-                    "imu_states": (len(self.imu_names), IMU_STATE_COLUMNS),
+                    "imu_jacobians": (IMU_JACOBIAN_ROWS * len(self.imu_links), self.n_u),
+                    "imu_states": (len(self.imu_links), IMU_STATE_COLUMNS),
                     "ft_jacobians": (FT_JACOBIAN_ROWS * len(self.force_torque_names), self.n_u),
                     "ft_states": (len(self.force_torque_names), FT_STATE_COLUMNS),
                     "noncontributing_jacobians": (len(self.noncontributing_names), self.n_u),

@@ -16,9 +16,10 @@ parts are the recursion's u'-free accelerations rotated to world.  The sensor's 
 ``a_O + alpha x d + omega x (omega x d)`` (:mod:`mb_sim.sim.imu`), so moving a sensor needs no
 new build, only its link does.
 
-Rows per IMU: ``imu_jacobians`` 6 (J_w then J_v); ``imu_states`` one row of
-:data:`IMU_STATE_COLUMNS`: omega, v_O, alpha_b, a_b - g (world components; gravity as the
-robot's gravity parameters, so ``set_parameters`` changes it).
+Rows per link carrying IMUs (:func:`imu_links`, each link once: the IMUs on it share them, and
+adding, renaming or moving an IMU on such a link needs no new build): ``imu_jacobians`` 6 (J_w
+then J_v); ``imu_states`` one row of :data:`IMU_STATE_COLUMNS`: omega, v_O, alpha_b, a_b - g
+(world components; gravity as the robot's gravity parameters, so ``set_parameters`` changes it).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from mb_sim.model import Gravity, Robot
 from mb_sim.symbolic.composite import ZERO3, cross
 from mb_sim.symbolic.equations import IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS
 
-__all__ = ["imu_outputs", "link_jacobian", "link_state"]
+__all__ = ["imu_links", "imu_outputs", "link_jacobian", "link_state"]
 
 
 def _gravity(robot: Robot) -> Matrix:
@@ -61,11 +62,15 @@ def link_state(links: dict, name: str, gravity: Matrix) -> Matrix:
                     *(R * kin.acceleration_bias - gravity)]])
 
 
+def imu_links(robot: Robot) -> list[str]:
+    """The links carrying ``robot.imus``, each once, in the order of their first IMU."""
+    return list(dict.fromkeys(imu.link for imu in getattr(robot, "imus", [])))
+
+
 def imu_outputs(robot: Robot, links: dict, n_u: int) -> tuple[Matrix, Matrix]:
-    """``(imu_jacobians, imu_states)`` for ``robot.imus`` from the derivation's link kinematics
-    (:class:`mb_sim.symbolic.kane.LinkKinematics` by link name)."""
-    imus = list(getattr(robot, "imus", []))
-    gravity = _gravity(robot)
-    jacobians = Matrix.vstack(zeros(0, n_u), *[link_jacobian(links, imu.link, n_u) for imu in imus])
-    states = Matrix.vstack(zeros(0, IMU_STATE_COLUMNS), *[link_state(links, imu.link, gravity) for imu in imus])
+    """``(imu_jacobians, imu_states)``, rows per link of :func:`imu_links`, from the derivation's
+    link kinematics (:class:`mb_sim.symbolic.kane.LinkKinematics` by link name)."""
+    carriers, gravity = imu_links(robot), _gravity(robot)
+    jacobians = Matrix.vstack(zeros(0, n_u), *[link_jacobian(links, link, n_u) for link in carriers])
+    states = Matrix.vstack(zeros(0, IMU_STATE_COLUMNS), *[link_state(links, link, gravity) for link in carriers])
     return jacobians, states

@@ -106,6 +106,7 @@ class _Recursion:
         self.links: dict[str, LinkKinematics] = {}
         self.frames: dict[ReferenceFrame, tuple[str, Matrix]] = {}
         self.points: dict[Point, tuple[str, Matrix]] = {}
+        self.joint_frames: dict = {}  # joint -> rotation parent <- joint frame (temporaries)
 
     # -- kinematics ---------------------------------------------------------------------------
     def run_kinematics(self) -> None:
@@ -118,7 +119,9 @@ class _Recursion:
             self._child_kinematics(joint)
             self._register_link(joint.child)
             parent = joint.parent
-            self.frames[joint.frame] = (parent.name, self.plain.convert_matrix(parent.frame.dcm(joint.frame)))
+            mount = self.joint_frames.get(joint)
+            self.frames[joint.frame] = (parent.name, self.plain.convert_matrix(parent.frame.dcm(joint.frame))
+                                        if mount is None else mount)
             self.points[joint.point] = (parent.name, self.plain.convert_matrix(
                 components(position_from(joint.point, parent.origin), parent.frame)))
             if isinstance(joint, PrismaticJoint):
@@ -160,7 +163,14 @@ class _Recursion:
         name = joint.child.name
         p = self.links[joint.parent.name]
         rotation, translation, angular_velocity, velocity = joint.local_kinematics()
-        E = t.matrix(plain.convert_matrix(rotation), f"rotation {joint.parent.name} <- {name}")
+        factors = joint.rotation_factors()
+        if factors is None:
+            E = t.matrix(plain.convert_matrix(rotation), f"rotation {joint.parent.name} <- {name}")
+        else:  # each factor's entries once, as temporaries: they would repeat in every entry of E
+            mount = self.joint_frames[joint] = t.matrix(plain.convert_matrix(factors[0]),
+                                                        f"rotation {joint.parent.name} <- joint {joint.name}")
+            turn = t.matrix(plain.convert_matrix(factors[1]), f"rotation joint {joint.name} <- {name}")
+            E = t.matrix(_mul(mount, turn), f"rotation {joint.parent.name} <- {name}")
         Et = E.T
         r = plain.convert_matrix(translation)
         w_rel = plain.convert_matrix(angular_velocity)

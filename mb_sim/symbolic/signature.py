@@ -15,11 +15,12 @@ from sympy.physics.mechanics import Force
 from mb_sim.model import Robot
 from mb_sim.model.base import applied_loads
 from mb_sim.symbolic.derive import joint_efforts
+from mb_sim.symbolic.imu import imu_links
 
 __all__ = ["topology_signature", "topology_key", "DERIVATION_VERSION"]
 
 #: Bump when the derivation changes what it produces for the same model.
-DERIVATION_VERSION = "6"
+DERIVATION_VERSION = "7"
 
 
 class _Structure:
@@ -84,10 +85,10 @@ def topology_signature(robot: Robot) -> dict:
 
 
 def _imus(robot: Robot) -> dict:
-    """The IMUs' names and links (their outputs' rows; the mounting is applied at run time);
-    nothing for a robot without IMUs, so other robots keep their cached builds."""
-    imus = [[imu.name, imu.link] for imu in getattr(robot, "imus", [])]
-    return {"imus": imus} if imus else {}
+    """The links carrying IMUs (their outputs' rows; which IMUs and their mountings are applied
+    at run time); nothing for a robot without IMUs, so other robots keep their cached builds."""
+    links = imu_links(robot)
+    return {"imu_links": links} if links else {}
 
 
 def _force_torques(robot: Robot) -> dict:
