@@ -38,8 +38,6 @@ class RigidLink(ModelBase):
         return self.link_description.inertial is None
 
     def _define_objects(self) -> None:
-        from sympy.physics.mechanics import System
-
         self._system = component_system()
         self.frame = ReferenceFrame(self._add_prefix("frame"))
         self.origin = Point(self._add_prefix("origin"))

@@ -428,8 +428,8 @@ def _weight(robot) -> float:
     mass = sum(link.link_description.inertial.mass for link in robot.links.values()
                if link.link_description.inertial is not None)
     values = robot.parameters
-    gravity = [float(component.subs(values)) for group in robot.load_groups if isinstance(group, Gravity)
-               for component in group.components]
+    gravity = [float(component.xreplace({s: values[s] for s in component.free_symbols if s in values}))
+               for group in robot.load_groups if isinstance(group, Gravity) for component in group.components]
     return float(mass * np.linalg.norm(gravity)) if gravity else 0.0
 
 
