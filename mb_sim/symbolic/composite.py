@@ -155,8 +155,10 @@ class _Composite:
         J_body = t.matrix(_symmetric(lambda i, j: J_body[i, j]), f"inertia of the body of {name} about its origin")
         R, w, a, alpha = kin.rotation, kin.angular_velocity, kin.acceleration_bias, kin.angular_acceleration_bias
         Jw = t.matrix(mul(J_body, w), f"body inertia times angular velocity of {name}")
-        f_body = -(m * a + cross(alpha, h_body) + cross(w, cross(w, h_body)))
-        n_body = -(cross(h_body, a) + mul(J_body, alpha) + cross(w, Jw))
+        f_body = t.matrix(-(m * a + cross(alpha, h_body) + cross(w, cross(w, h_body))),
+                          f"inertia force bias of the body of {name} (its frame)")
+        n_body = t.matrix(-(cross(h_body, a) + mul(J_body, alpha) + cross(w, Jw)),
+                          f"inertia torque bias of the body of {name} about its origin (its frame)")
         o = self.relative(kin.position, f"origin of {name} from the reference point")
         h = t.matrix(mul(R, h_body), f"first moment of the body of {name} (world)")
         f = t.matrix(mul(R, f_body), f"inertia force bias of the body of {name} (world)")
@@ -167,8 +169,10 @@ class _Composite:
         own = self.own[name]
         own.mass += m
         own.moment += m * o + h
-        own.inertia += (J_world + m * (dot(o, o) * Matrix.eye(3) - mul(o, o.T))
-                        + 2 * dot(o, h) * Matrix.eye(3) - mul(o, h.T) - mul(h, o.T))
+        oo = t.scalar(dot(o, o), f"squared distance of {name} from the reference point")
+        oh = t.scalar(dot(o, h), f"first moment of the body of {name} along its offset from the reference point")
+        own.inertia += (J_world + m * (oo * Matrix.eye(3) - mul(o, o.T)) + 2 * oh * Matrix.eye(3) - mul(o, h.T)
+                        - mul(h, o.T))
         own.force += f
         own.torque += n
 

@@ -200,13 +200,17 @@ class _Recursion:
         t, name = self.temps, joint.child.name
         w_p_here = t.matrix(_mul(Et, p.angular_velocity), f"parent angular velocity in {name}")
         w = t.matrix(w_p_here + w_rel, f"angular velocity of {name}")
-        v = t.matrix(_mul(Et, p.velocity + _cross(p.angular_velocity, r) + v_rel), f"velocity of {name} origin")
+        # Sums in the parent's frame are temporaries before E^T turns them: each would repeat in
+        # the three entries of the product.
+        v_here = t.matrix(p.velocity + _cross(p.angular_velocity, r) + v_rel, f"velocity of {name} origin (parent frame)")
+        v = t.matrix(_mul(Et, v_here), f"velocity of {name} origin")
         alpha_b = t.matrix(_mul(Et, p.angular_acceleration_bias) + self._rate_bias(w_rel, joint)
                            + _cross(w_p_here, w_rel), f"angular acceleration bias of {name}")
         wp = p.angular_velocity
-        a_b = t.matrix(_mul(Et, p.acceleration_bias + _cross(p.angular_acceleration_bias, r) + _cross(wp, _cross(wp, r))
-                             + 2 * _cross(wp, v_rel) + self._rate_bias(v_rel, joint)),
-                       f"acceleration bias of {name} origin")
+        a_here = t.matrix(p.acceleration_bias + _cross(p.angular_acceleration_bias, r) + _cross(wp, _cross(wp, r))
+                          + 2 * _cross(wp, v_rel) + self._rate_bias(v_rel, joint),
+                          f"acceleration bias of {name} origin (parent frame)")
+        a_b = t.matrix(_mul(Et, a_here), f"acceleration bias of {name} origin")
         return w, v, alpha_b, a_b
 
     # -- loads --------------------------------------------------------------------------------
