@@ -31,7 +31,7 @@ from __future__ import annotations
 from sympy import Matrix, S, eye, zeros
 
 from mb_sim.model import Robot
-from mb_sim.symbolic.composite import ZERO3, cross, dot
+from mb_sim.symbolic.composite import ZERO3, cross, dot, mul
 from mb_sim.symbolic.equations import FT_JACOBIAN_ROWS, FT_STATE_COLUMNS
 from mb_sim.symbolic.imu import _gravity, link_jacobian
 from mb_sim.symbolic.temporaries import Temporaries
@@ -54,9 +54,10 @@ class _Side:
     def _body(self, name: str, link) -> tuple:
         kin, t = self.links[name], self.temps
         R = kin.rotation
-        r = t.matrix(kin.position + R * link.com - self.origin, f"mass centre of {name} from the force-torque point")
-        RI = t.matrix(R * link.inertia_matrix, f"rotation times inertia of {name}")
-        inertia = t.matrix(Matrix(3, 3, lambda i, j: sum(RI[i, k] * R[j, k] for k in range(3))),
+        r = t.matrix(kin.position + mul(R, link.com) - self.origin, f"mass centre of {name} from the force-torque point")
+        RI = t.matrix(mul(R, link.inertia_matrix), f"rotation times inertia of {name}")
+        upper = {(i, j): sum(RI[i, k] * R[j, k] for k in range(3)) for i in range(3) for j in range(i, 3)}
+        inertia = t.matrix(Matrix(3, 3, lambda i, j: upper[min(i, j), max(i, j)]),  # symmetric: R I R^T
                            f"inertia of {name} about its mass centre (world)")
         return link.body.mass, r, inertia
 
@@ -78,12 +79,15 @@ class _Side:
         for name, (m, r, inertia) in self.bodies.items():
             kin, link = self.links[name], self.robot.links[name]
             R, w, c = kin.rotation, kin.angular_velocity, link.com
-            a_local = kin.acceleration_bias + cross(kin.angular_acceleration_bias, c) + cross(w, cross(w, c))
-            f = self.temps.matrix(m * (R * a_local - gravity), f"inertia force bias less weight of {name} (world)")
-            Iw = link.inertia_matrix * w
-            n_local = link.inertia_matrix * kin.angular_acceleration_bias + cross(w, Iw)
+            t = self.temps  # the link-frame sums once each: R turns them into three entries apiece
+            a_local = t.matrix(kin.acceleration_bias + cross(kin.angular_acceleration_bias, c) + cross(w, cross(w, c)),
+                               f"mass centre acceleration bias of {name} (its frame)")
+            f = t.matrix(m * (mul(R, a_local) - gravity), f"inertia force bias less weight of {name} (world)")
+            Iw = mul(link.inertia_matrix, w)
+            n_local = t.matrix(mul(link.inertia_matrix, kin.angular_acceleration_bias) + cross(w, Iw),
+                               f"inertia torque bias of {name} about its mass centre (its frame)")
             force = force + f
-            torque = torque + R * n_local + cross(r, f)
+            torque = torque + mul(R, n_local) + cross(r, f)
         return Matrix([*force, *torque])
 
 
@@ -117,8 +121,8 @@ def side_wrench(robot: Robot, links: dict, n_u: int, side: list[str], gravity: M
         kin = links[name]
         twists = []
         for k in kin.own_speeds:
-            w_k = kin.rotation * kin.angular_partials[k]
-            twists.append((k, w_k, kin.rotation * kin.partials[k] + cross(w_k, body.origin - kin.position)))
+            w_k = mul(kin.rotation, kin.angular_partials[k])
+            twists.append((k, w_k, mul(kin.rotation, kin.partials[k]) + cross(w_k, body.origin - kin.position)))
         if twists:
             groups.append((below[name], twists))
     for members, twists in groups:
@@ -131,7 +135,7 @@ def side_wrench(robot: Robot, links: dict, n_u: int, side: list[str], gravity: M
         J = temps.matrix(J, f"inertia of {label_here} about the force-torque point")
         for k, w_k, v_k in twists:
             jacobian[0:3, k] = m * v_k + cross(w_k, h)
-            jacobian[3:6, k] = J * w_k + cross(h, v_k)
+            jacobian[3:6, k] = mul(J, w_k) + cross(h, v_k)
     return jacobian, body.bias(gravity).T
 
 

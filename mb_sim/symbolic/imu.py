@@ -26,7 +26,7 @@ from __future__ import annotations
 from sympy import Matrix, zeros
 
 from mb_sim.model import Gravity, Robot
-from mb_sim.symbolic.composite import ZERO3, cross
+from mb_sim.symbolic.composite import ZERO3, cross, mul
 from mb_sim.symbolic.equations import IMU_JACOBIAN_ROWS, IMU_STATE_COLUMNS
 
 __all__ = ["imu_links", "imu_outputs", "link_jacobian", "link_state"]
@@ -46,8 +46,8 @@ def link_jacobian(links: dict, name: str, n_u: int) -> Matrix:
     while link is not None:
         kin = links[link]
         for k in kin.own_speeds:
-            w_k = kin.rotation * kin.angular_partials[k]
-            v_k = kin.rotation * kin.partials[k] + cross(w_k, origin - kin.position)
+            w_k = mul(kin.rotation, kin.angular_partials[k])
+            v_k = mul(kin.rotation, kin.partials[k]) + cross(w_k, origin - kin.position)
             jacobian[0:3, k] = w_k
             jacobian[3:6, k] = v_k
         link = kin.parent
@@ -58,8 +58,8 @@ def link_state(links: dict, name: str, gravity: Matrix) -> Matrix:
     """1 x 12: omega, v_O, alpha_b, a_b - g of link `name` (world components)."""
     kin = links[name]
     R = kin.rotation
-    return Matrix([[*(R * kin.angular_velocity), *(R * kin.velocity), *(R * kin.angular_acceleration_bias),
-                    *(R * kin.acceleration_bias - gravity)]])
+    return Matrix([[*mul(R, kin.angular_velocity), *mul(R, kin.velocity), *mul(R, kin.angular_acceleration_bias),
+                    *(mul(R, kin.acceleration_bias) - gravity)]])
 
 
 def imu_links(robot: Robot) -> list[str]:

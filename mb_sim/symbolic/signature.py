@@ -20,7 +20,7 @@ from mb_sim.symbolic.imu import imu_links
 __all__ = ["topology_signature", "topology_key", "DERIVATION_VERSION"]
 
 #: Bump when the derivation changes what it produces for the same model.
-DERIVATION_VERSION = "8"
+DERIVATION_VERSION = "9"
 
 
 class _Structure:
