@@ -22,13 +22,13 @@ from sympy.physics.mechanics import Point, ReferenceFrame, System
 from mb_sim.model.auxiliary import AuxiliaryDataHandler
 from mb_sim.model.requirement import ConnectionRequirement, ModelRequirement, Requirement
 
-__all__ = ["component_system", "ComponentBase", "ConnectionBase", "ConstraintRow", "INPUT_KINDS", "Input", "LoadGroupBase", "ModelBase",
-           "ComponentError", "applied_loads", "symbol_name"]
+__all__ = ["ComponentBase", "ComponentError", "ConnectionBase", "ConstraintRow", "INPUT_KINDS", "Input",
+           "LoadGroupBase", "ModelBase", "applied_loads", "component_system", "symbol_name"]
 
 #: The inertial frame and fixed point of every component's own System.  A component's System
 #: only collects its coordinates, bodies, loads and constraints for the robot's, whose frame is
 #: the world; ``System()`` would make a frame and a point of its own each time (a seventh of
-#: parsing a robot of 400 links and joints).
+#: parsing a robot of 400 links and joints).  Nothing is oriented or placed against them.
 _COMPONENT_FRAME = ReferenceFrame("component_inertial_frame")
 _COMPONENT_POINT = Point("component_inertial_point")
 
@@ -36,6 +36,7 @@ _COMPONENT_POINT = Point("component_inertial_point")
 def component_system() -> System:
     """An empty System for a component's define steps (see :data:`_COMPONENT_FRAME`)."""
     return System(_COMPONENT_FRAME, _COMPONENT_POINT)
+
 
 #: The kinds of input a component can add (:meth:`ComponentBase.inputs`), in the order the
 #: equations of motion take them: commanded joint efforts [N m or N], motor voltages [V], external

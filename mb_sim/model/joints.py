@@ -105,10 +105,17 @@ class JointBase(ConnectionBase):
                                self._descriptions) for a, v in zip("xyz", axis)]
         return list(exact)
 
-    def _axis_vector(self) -> Vector:
-        """The joint axis in the joint frame (see :meth:`_axis_components`)."""
-        x, y, z = self._axis_components()
+    def _axis_vector(self, axis: list | None = None) -> Vector:
+        """The joint axis in the joint frame (`axis`'s components, else :meth:`_axis_components`)."""
+        x, y, z = self._axis_components() if axis is None else axis
         return x * self.frame.x + y * self.frame.y + z * self.frame.z
+
+    def _in_child(self, axis: list) -> Vector:
+        """The axis with components `axis` in the child's frame: a rotation about an axis leaves
+        its components as they are, and SymPy would rotate them through it (long expressions for
+        an axis of parameters)."""
+        frame = self.child.frame
+        return axis[0] * frame.x + axis[1] * frame.y + axis[2] * frame.z
 
     def _define_kinematics(self) -> None:
         self._local_kinematics = None  # (re)placed here: local_kinematics computes them again
@@ -221,12 +228,9 @@ class RevoluteJoint(JointBase):
     def _place_child(self) -> None:
         child = self.child
         axis = self._axis_components()
-        self.axis = axis[0] * self.frame.x + axis[1] * self.frame.y + axis[2] * self.frame.z
+        self.axis = self._axis_vector(axis)
         orient(child.frame, self.frame, axis_rotation(unit_column(axis), self.q[0]))
-        # In the child's components: the rotation leaves its own axis's components as they are, and
-        # SymPy would rotate them through it (long expressions for an axis of parameters).
-        child.frame.set_ang_vel(self.frame, self.u[0] * (axis[0] * child.frame.x + axis[1] * child.frame.y
-                                                         + axis[2] * child.frame.z))
+        child.frame.set_ang_vel(self.frame, self.u[0] * self._in_child(axis))
         child.origin.set_pos(self.point, 0)
         child.origin.set_vel(self.parent.frame, 0)
 
@@ -276,8 +280,9 @@ class PlanarJoint(JointBase):
         self.axis, e1, e2 = axis_basis(self.joint_description.axis, self.frame)
         x, y, theta = self.q
         vx, vy, w = self.u
-        child.frame.orient_axis(self.frame, self.axis, theta)
-        child.frame.set_ang_vel(self.frame, w * self.axis)
+        axis = list(components(self.axis, self.frame))
+        orient(child.frame, self.frame, axis_rotation(unit_column(axis), theta))
+        child.frame.set_ang_vel(self.frame, w * self._in_child(axis))  # (as a revolute joint's)
         child.origin.set_pos(self.point, x * e1 + y * e2)
         child.origin.set_vel(self.parent.frame, vx * e1 + vy * e2)
 

@@ -82,7 +82,11 @@ class RobotBundle:
         from mb_sim.codegen.header import ModelHeader
 
         facts = RobotFacts.from_json(self.entry["facts"])
-        header = ModelHeader.from_json(self.entry["header"], facts.parameter_values, self.entry["force_laws"])
+        try:
+            header = ModelHeader.from_json(self.entry["header"], facts.parameter_values, self.entry["force_laws"])
+        except KeyError as missing:  # its C has another layout of outputs: not to be run with this header
+            raise ValueError(f"robot bundle {self.key}: made by another version of mb_sim (its header has no "
+                             f"{missing}); load the robot again to make a new one") from None
         return LoadedRobot(facts, CompiledModel(header, cache_dir, progress, source=self.source), bundle=self)
 
 

@@ -54,7 +54,8 @@ class _Side:
     def _body(self, name: str, link) -> tuple:
         kin, t = self.links[name], self.temps
         R = kin.rotation
-        r = t.matrix(kin.position + mul(R, link.com) - self.origin, f"mass centre of {name} from the force-torque point")
+        r = t.matrix(kin.position + mul(R, link.com) - self.origin,
+                     f"mass centre of {name} from the force-torque point")
         RI = t.matrix(mul(R, link.inertia_matrix), f"rotation times inertia of {name}")
         upper = {(i, j): sum(RI[i, k] * R[j, k] for k in range(3)) for i in range(3) for j in range(i, 3)}
         inertia = t.matrix(Matrix(3, 3, lambda i, j: upper[min(i, j), max(i, j)]),  # symmetric: R I R^T
@@ -76,10 +77,10 @@ class _Side:
     def bias(self, gravity: Matrix) -> Matrix:
         """6 x 1: the u'-free inertia wrench minus the weight of the side, about O (world)."""
         force, torque = ZERO3, ZERO3
+        t = self.temps  # the link-frame sums below once each: R turns them into three entries apiece
         for name, (m, r, inertia) in self.bodies.items():
             kin, link = self.links[name], self.robot.links[name]
             R, w, c = kin.rotation, kin.angular_velocity, link.com
-            t = self.temps  # the link-frame sums once each: R turns them into three entries apiece
             a_local = t.matrix(kin.acceleration_bias + cross(kin.angular_acceleration_bias, c) + cross(w, cross(w, c)),
                                f"mass centre acceleration bias of {name} (its frame)")
             f = t.matrix(m * (mul(R, a_local) - gravity), f"inertia force bias less weight of {name} (world)")

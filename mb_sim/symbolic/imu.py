@@ -63,8 +63,10 @@ def link_state(links: dict, name: str, gravity: Matrix) -> Matrix:
 
 
 def imu_links(robot: Robot) -> list[str]:
-    """The links carrying ``robot.imus``, each once, in the order of their first IMU."""
-    return list(dict.fromkeys(imu.link for imu in getattr(robot, "imus", [])))
+    """The links carrying ``robot.imus``, each once, in the robot's order of links (so the IMUs'
+    order changes no build)."""
+    carriers = {imu.link for imu in getattr(robot, "imus", [])}
+    return [name for name in robot.links if name in carriers]
 
 
 def imu_outputs(robot: Robot, links: dict, n_u: int) -> tuple[Matrix, Matrix]:

@@ -106,7 +106,7 @@ class _Recursion:
         self.links: dict[str, LinkKinematics] = {}
         self.frames: dict[ReferenceFrame, tuple[str, Matrix]] = {}
         self.points: dict[Point, tuple[str, Matrix]] = {}
-        self.joint_frames: dict = {}  # joint -> rotation parent <- joint frame (temporaries)
+        self.mounts: dict = {}  # joint -> its rotation parent <- joint frame (temporaries)
 
     # -- kinematics ---------------------------------------------------------------------------
     def run_kinematics(self) -> None:
@@ -119,7 +119,7 @@ class _Recursion:
             self._child_kinematics(joint)
             self._register_link(joint.child)
             parent = joint.parent
-            mount = self.joint_frames.get(joint)
+            mount = self.mounts.get(joint)
             self.frames[joint.frame] = (parent.name, self.plain.convert_matrix(parent.frame.dcm(joint.frame))
                                         if mount is None else mount)
             self.points[joint.point] = (parent.name, self.plain.convert_matrix(
@@ -167,7 +167,7 @@ class _Recursion:
         if factors is None:
             E = t.matrix(plain.convert_matrix(rotation), f"rotation {joint.parent.name} <- {name}")
         else:  # each factor's entries once, as temporaries: they would repeat in every entry of E
-            mount = self.joint_frames[joint] = t.matrix(plain.convert_matrix(factors[0]),
+            mount = self.mounts[joint] = t.matrix(plain.convert_matrix(factors[0]),
                                                         f"rotation {joint.parent.name} <- joint {joint.name}")
             turn = t.matrix(plain.convert_matrix(factors[1]), f"rotation joint {joint.name} <- {name}")
             E = t.matrix(_mul(mount, turn), f"rotation {joint.parent.name} <- {name}")
@@ -202,7 +202,8 @@ class _Recursion:
         w = t.matrix(w_p_here + w_rel, f"angular velocity of {name}")
         # Sums in the parent's frame are temporaries before E^T turns them: each would repeat in
         # the three entries of the product.
-        v_here = t.matrix(p.velocity + _cross(p.angular_velocity, r) + v_rel, f"velocity of {name} origin (parent frame)")
+        v_here = t.matrix(p.velocity + _cross(p.angular_velocity, r) + v_rel,
+                          f"velocity of {name} origin (parent frame)")
         v = t.matrix(_mul(Et, v_here), f"velocity of {name} origin")
         alpha_b = t.matrix(_mul(Et, p.angular_acceleration_bias) + self._rate_bias(w_rel, joint)
                            + _cross(w_p_here, w_rel), f"angular acceleration bias of {name}")

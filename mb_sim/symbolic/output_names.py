@@ -17,7 +17,7 @@ OUTPUT_NAMES = (
 SPRING_STATE_COLUMNS = 12
 #: Columns of the contact_states output.
 CONTACT_STATE_COLUMNS = 12
-#: Columns of the imu_states output, rows of the imu_jacobians output per IMU.
+#: Columns of the imu_states output, rows of the imu_jacobians output per link carrying IMUs.
 IMU_STATE_COLUMNS, IMU_JACOBIAN_ROWS = 12, 6
 #: Columns of the ft_states output, rows of the ft_jacobians output per force-torque sensor.
 FT_STATE_COLUMNS, FT_JACOBIAN_ROWS = 6, 6

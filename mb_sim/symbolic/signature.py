@@ -9,7 +9,6 @@ import json
 
 import sympy
 from sympy import Basic, MatrixBase
-from sympy.core.function import AppliedUndef
 from sympy.physics.mechanics import Force
 
 from mb_sim.model import Robot
@@ -24,9 +23,9 @@ DERIVATION_VERSION = "9"
 
 
 class _Structure:
-    """Exact, process-independent text of expressions: each node's class and arguments, shared
-    subexpressions written once per process (SymPy's printers order and format every term, which
-    took a second for a humanoid's 200 joints)."""
+    """Exact, process-independent text of expressions: each node's class and arguments, a shared
+    subexpression's text computed once per signature (SymPy's printers order and format every term,
+    which took a second for a humanoid's 200 joints)."""
 
     def __init__(self) -> None:
         self._memo: dict[Basic, str] = {}
@@ -45,15 +44,15 @@ class _Structure:
         if item.is_Symbol:
             return f"{type(item).__name__}:{item.name}"
         if item.is_Float:
-            return f"Float:{item._mpf_}"  # every bit of its mantissa and exponent
+            sign, mantissa, exponent, _ = item._mpf_
+            return f"Float:{sign},{int(mantissa)},{exponent}"  # every bit of it, whichever integers mpmath uses
         if item.is_Number:
             return f"Number:{item}"  # integers and rationals: exact
-        if isinstance(item, AppliedUndef):  # a dynamic symbol q(t)
-            return f"{item.func.__name__}({', '.join(map(self, item.args))})"
-        return f"{type(item).__name__}({', '.join(map(self, item.args))})"
+        return f"{type(item).__name__}({', '.join(map(self, item.args))})"  # a dynamic symbol's class is its name
 
 
 def _vector_terms(vector, text: _Structure) -> list[str]:
+    """A SymPy vector's parts as ``frame:components``."""
     return [f"{frame.name}:{text(components)}" for components, frame in vector.args]
 
 
