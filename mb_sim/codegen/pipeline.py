@@ -58,10 +58,11 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
 
 
 #: Seconds a first load takes per generalized speed and per link to derive, generate and
-#: quick-compile (2 cores of this project's machines, which differ twofold; bench/results/cold.md:
-#: 0.9 s for chain12, 3.2 s for G1, 6.0-7.1 s for JVRC-1 and Talos full, 8.5 s for chain64, 17 s
-#: for iCub's 38 speeds and 214 links, each link a pose and a frame in the outputs).
-SECONDS_PER_SPEED, SECONDS_PER_LINK = 0.065, 0.07
+#: quick-compile (2 cores of this project's machines, whose speed differs 1.7x from day to day:
+#: bench/results/cold.md of 2026-12-02, on the slower, fits 0.16 s and 0.036 s: 1.4 s for chain12,
+#: 4.8 s for G1, 9.5-11.2 s for JVRC-1 and Talos full, 13.4 s for chain64, 13.9 s for iCub's 38
+#: speeds and 215 links; the faster gave 0.6 times those).
+SECONDS_PER_SPEED, SECONDS_PER_LINK = 0.12, 0.03
 
 
 def first_load_seconds(n_speeds: int, n_links: int) -> float:
