@@ -42,7 +42,7 @@ from mb_sim.model.algebra import matrix_product as mul, position_from
 from mb_sim.model.base import applied_loads
 from mb_sim.symbolic.temporaries import Temporaries
 
-__all__ = ["ZERO3", "cross", "dot", "mass_matrix_and_forcing", "mul"]
+__all__ = ["ZERO3", "cross", "dot", "mass_matrix_and_forcing", "mul", "symmetric"]
 
 ZERO3 = Matrix([0, 0, 0])
 
@@ -152,7 +152,7 @@ class _Composite:
         origin in its frame) to its carrier's own sums."""
         t, kin = self.temps, self.rec.links[name]
         h_body = t.matrix(h_body, f"first moment of the body of {name} about its origin")
-        J_body = t.matrix(_symmetric(lambda i, j: J_body[i, j]), f"inertia of the body of {name} about its origin")
+        J_body = t.matrix(symmetric(lambda i, j: J_body[i, j]), f"inertia of the body of {name} about its origin")
         R, w, a, alpha = kin.rotation, kin.angular_velocity, kin.acceleration_bias, kin.angular_acceleration_bias
         Jw = t.matrix(mul(J_body, w), f"body inertia times angular velocity of {name}")
         f_body = t.matrix(-(m * a + cross(alpha, h_body) + cross(w, cross(w, h_body))),
@@ -164,7 +164,7 @@ class _Composite:
         f = t.matrix(mul(R, f_body), f"inertia force bias of the body of {name} (world)")
         n = t.matrix(cross(o, f) + mul(R, n_body), f"inertia torque bias of the body of {name} about the reference point")
         RJ = t.matrix(mul(R, J_body), f"rotation times body inertia of {name}")
-        J_world = t.matrix(_symmetric(lambda i, j: sum(RJ[i, k] * R[j, k] for k in range(3))),
+        J_world = t.matrix(symmetric(lambda i, j: sum(RJ[i, k] * R[j, k] for k in range(3))),
                            f"body inertia of {name} about its origin (world)")
         own = self.own[name]
         own.mass += m
@@ -288,7 +288,8 @@ class _Composite:
         return speeds
 
 
-def _symmetric(entry) -> Matrix:
+def symmetric(entry) -> Matrix:
+    """The symmetric 3 x 3 matrix whose upper triangle is ``entry(i, j)`` (each computed once)."""
     upper = {(i, j): entry(i, j) for i in range(3) for j in range(i, 3)}
     return Matrix(3, 3, [upper[min(i, j), max(i, j)] for i in range(3) for j in range(3)])
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from sympy import Matrix, S, eye, zeros
 
 from mb_sim.model import Robot
-from mb_sim.symbolic.composite import ZERO3, cross, dot, mul
+from mb_sim.symbolic.composite import ZERO3, cross, dot, mul, symmetric
 from mb_sim.symbolic.equations import FT_JACOBIAN_ROWS, FT_STATE_COLUMNS
 from mb_sim.symbolic.imu import _gravity, link_jacobian
 from mb_sim.symbolic.temporaries import Temporaries
@@ -57,8 +57,7 @@ class _Side:
         r = t.matrix(kin.position + mul(R, link.com) - self.origin,
                      f"mass centre of {name} from the force-torque point")
         RI = t.matrix(mul(R, link.inertia_matrix), f"rotation times inertia of {name}")
-        upper = {(i, j): sum(RI[i, k] * R[j, k] for k in range(3)) for i in range(3) for j in range(i, 3)}
-        inertia = t.matrix(Matrix(3, 3, lambda i, j: upper[min(i, j), max(i, j)]),  # symmetric: R I R^T
+        inertia = t.matrix(symmetric(lambda i, j: sum(RI[i, k] * R[j, k] for k in range(3))),  # R I R^T
                            f"inertia of {name} about its mass centre (world)")
         return link.body.mass, r, inertia
 
