@@ -33,6 +33,7 @@ NODE = [str(BIN / "mb_sim_node")]
 ODOM_TOPIC = "/mb_sim_diff_drive_controller/odom"
 COMMAND_TOPIC = "/mb_sim/voltage_joint_commands"
 GAINS = PIGains(kp=0.2, ki=5.0)  # config/diff_drive_controller.yaml's
+COMMAND_TIMEOUT = 1.0  # cmd_vel_timeout of the test over DDS [s]
 R, B = 0.15, 0.6  # wheel radius, half track of urdf/diff_drive.urdf [m]
 
 
@@ -465,7 +466,10 @@ def test_controller_drives_the_simulated_robot_over_dds(repo, model_cache):
     processes on sim time; a peer publishes /cmd_vel (0.5 m/s, 0.3 rad/s) at 20 Hz for 4 s of sim
     time, then stops.  Odometry tolerance: 0.1 mm measured 1e-6 m over 1.7 m; the only error is
     the controller's arc per /joint_states interval while the speeds change (the start, the stop),
-    which grows with the interval squared: 25 times for a catch-up tick of 5 periods."""
+    which grows with the interval squared: 25 times for a catch-up tick of 5 periods.  The command
+    timeout is 1 s here, not the default 0.5 s: this test's own process publishes the commands, and
+    on a loaded two-core machine it once went 0.5 s of sim time without publishing (the robot
+    stopped as it should, and the test failed on tracking)."""
     env = {**os.environ, "MB_SIM_CACHE_DIR": str(model_cache),
            "RCUTILS_LOGGING_BUFFERED_STREAM": "0", "PYTHONUNBUFFERED": "1"}
     peer = Peer("mb_sim_test_cmd_vel")
@@ -475,7 +479,8 @@ def test_controller_drives_the_simulated_robot_over_dds(repo, model_cache):
     simulator = Process([*NODE, "--ros-args", "-p", "urdf_file:=diff_drive", "-p", "world_frame:=odom",
                          "-p", "real_time_factor:=1.0"], env)
     controller = Process([*CONTROLLER, "--ros-args", "--params-file",
-                          str(repo / "config" / "diff_drive_controller.yaml")], env)
+                          str(repo / "config" / "diff_drive_controller.yaml"),
+                          "-p", f"cmd_vel_timeout:={COMMAND_TIMEOUT}"], env)
     command_period = 4.0  # sim seconds of /cmd_vel
     try:
         assert peer.spin_until(lambda: description and truth and wheel_odometry, 120), \
@@ -494,7 +499,7 @@ def test_controller_drives_the_simulated_robot_over_dds(repo, model_cache):
                 publisher.publish(command)
                 last_sent = time.monotonic()
                 sent.append(now)
-            return now >= start + command_period + 2.0
+            return now >= start + command_period + COMMAND_TIMEOUT + 1.5
 
         assert peer.spin_until(drive, 60), "sim time did not advance"
     finally:
@@ -509,19 +514,22 @@ def test_controller_drives_the_simulated_robot_over_dds(repo, model_cache):
     t = np.array([seconds(m.header.stamp) for m in truth])
     v = np.array([m.twist.twist.linear.x for m in truth])
     w = np.array([m.twist.twist.angular.z for m in truth])
+    gap = np.diff(sent).max()  # sim time between two commands of this test's own publisher
+    assert gap < COMMAND_TIMEOUT, f"this test published no /cmd_vel for {gap:.2f} s of sim time"
     commanded = (t >= sent[0]) & (t <= sent[-1])
     off = commanded & ((np.abs(v - 0.5) > 0.02 * 0.5) | (np.abs(w - 0.3) > 0.02 * 0.3))
     settled = t[off].max() + 0.01 if off.any() else sent[0]
-    assert (commanded & (t >= settled)).sum() > 100
+    assert (commanded & (t >= settled)).sum() > 100, (f"off the command at t = {t[off]} s (commands from "
+                                                      f"{sent[0]:.2f} s)\n{controller.output}")
     steady = commanded & (t >= sent[0] + 1.0)
     print(f"\nwithin 2 % {settled - sent[0]:.2f} s after the first /cmd_vel; from 1 s on |v - 0.5| <= "
           f"{np.abs(v[steady] - 0.5).max():.1e} m/s, |w - 0.3| <= {np.abs(w[steady] - 0.3).max():.1e} rad/s")
     assert settled - sent[0] <= 3.0
-    # ... stopped within 1 s of sim time after the last /cmd_vel (0.5 s of it the timeout) ...
+    # ... stopped within 1.5 s of sim time after the last /cmd_vel (1 s of it the timeout) ...
     moving = (t > sent[-1]) & ((np.abs(v) >= 0.005) | (np.abs(w) >= 0.005))
     stopped_after = (t[moving].max() + 0.01 if moving.any() else sent[-1]) - sent[-1]
     print(f"stopped (|v| < 5 mm/s, |w| < 5 mrad/s) {stopped_after:.2f} s after the last /cmd_vel")
-    assert stopped_after <= 1.0 and t.max() > sent[-1] + 1.5
+    assert COMMAND_TIMEOUT < stopped_after <= COMMAND_TIMEOUT + 0.5 and t.max() > sent[-1] + 1.5
     # ... and the wheel odometry where the ground truth is, matched by stamp.
     by_stamp = {(m.header.stamp.sec, m.header.stamp.nanosec): m for m in truth}
     pairs = [(by_stamp[key], m) for m in wheel_odometry
