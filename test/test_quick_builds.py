@@ -6,7 +6,9 @@ The compiler is the real one behind a wrapper (``$CC``) that logs each call and 
 fail the optimizing ones, so the order of events is the test's, not the machine's."""
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import stat
 import warnings
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mb_sim.codegen.compiler import QUICK_FLAGS, TCC_FLAGS, quick_flags
 from mb_sim.codegen.tiers import FIRST_BUILD_VARIABLE, OptimizedBuildWarning, quick_first_builds
 from mb_sim.resources import robot_path
 from mb_sim.sim import Simulator
@@ -99,3 +102,84 @@ def test_the_first_build_variable_is_checked(monkeypatch):
         quick_first_builds()
     monkeypatch.delenv(FIRST_BUILD_VARIABLE)
     assert quick_first_builds()  # the default
+
+
+# --- tcc: the quick build's compiler where it is installed ------------------------------------
+#: Robots whose generated C together holds every kind of code: closed loops (projection), contact
+#: with the ground and between links, DC motors, spring-dampers, rolling wheels, every joint type.
+TCC_ROBOTS = ["four_bar", "stewart_platform", "diff_drive_contact", "spring_mass", "wheeled_base",
+              "test/urdf/contact_ball.urdf", "test/urdf/self_collision_chain.urdf", "test/urdf/kinematic_zoo.urdf"]
+
+
+def _flat(outputs) -> np.ndarray:
+    """Every number of a SimulationOutputs, in a fixed order (NaN as a number)."""
+    numbers: list[float] = []
+
+    def add(value) -> None:
+        if dataclasses.is_dataclass(value):
+            for field in dataclasses.fields(value):
+                add(getattr(value, field.name))
+        elif isinstance(value, dict):
+            for key in sorted(value):
+                add(value[key])
+        elif isinstance(value, (list, tuple, np.ndarray)):
+            for item in np.asarray(value, dtype=object).ravel():
+                add(item)
+        elif isinstance(value, (int, float, np.number, bool)):
+            numbers.append(float(value))
+    add(outputs)
+    return np.nan_to_num(np.array(numbers), nan=1234.5)
+
+
+def _tcc_path(tmp_path: Path) -> Path:
+    """A directory for the front of $PATH: `tcc` logging its calls, `cc` failing every build."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    for name, body in (("tcc", f'echo tcc >> {directory / "log"}\nexec {shutil.which("tcc")} "$@"\n'),
+                       ("cc", "echo cc1: held back by the test >&2\nexit 4\n")):
+        (directory / name).write_text("#!/bin/sh\n" + body)
+        (directory / name).chmod(0o755)
+    return directory
+
+
+@pytest.mark.skipif(shutil.which("tcc") is None, reason="tcc is not installed (make setup installs Debian's tcc)")
+@pytest.mark.parametrize("robot", TCC_ROBOTS)
+def test_the_tcc_quick_build_computes_what_the_optimized_build_does_bit_for_bit(robot, repo, tmp_path, monkeypatch,
+                                                                               model_cache):
+    """0.5 s run entirely on tcc's library (the optimized build held back) against the same 0.5 s on
+    gcc -O2's: state and every output (poses, accelerations, constraint forces, contacts, sensors)
+    equal bit for bit."""
+    path = repo / robot if robot.endswith(".urdf") else robot_path(robot)
+    monkeypatch.delenv("CC", raising=False)
+    bin_directory = _tcc_path(tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_directory}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "quick")
+    lines: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quick = Simulator(path, cache_dir=tmp_path / "cache", progress=lines.append)
+        quick.model.wait_until_optimized(timeout=120)  # fails: the quick build runs on
+        quick.advance(0.5)
+    assert any("quickly (tcc)" in line for line in lines), lines
+    assert (bin_directory / "log").read_text().split() == ["tcc"] and not quick.model.optimized
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "optimized")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = Simulator(path, cache_dir=model_cache)
+        reference.advance(0.5)
+    assert reference.model.optimized
+    state = [np.concatenate([sim.q, sim.u, sim.z]) for sim in (quick, reference)]
+    assert np.array_equal(*state) and np.any(state[0] != np.concatenate(quick.initial_state[:3]))
+    assert np.array_equal(_flat(quick.outputs()), _flat(reference.outputs()))
+
+
+def test_tcc_is_the_quick_compiler_only_where_installed_and_cc_unset(tmp_path, monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(_tcc_path(tmp_path)))
+    assert quick_flags() == TCC_FLAGS
+    monkeypatch.setenv("CC", "cc")  # a compiler the user chose is used at every level
+    assert quick_flags() == QUICK_FLAGS
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no tcc
+    assert quick_flags() == QUICK_FLAGS

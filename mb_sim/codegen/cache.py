@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from mb_sim.codegen.runtime_files import runtime_digest
 from mb_sim.codegen.version import GENERATOR_VERSION
-from mb_sim.codegen.compiler import COMPILE_FLAGS, QUICK_FLAGS, check_source_size, compile_shared_library
+from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_shared_library, quick_flags
 from mb_sim.codegen.tiers import OptimizedBuild, process_alive, quick_first_builds, start_optimized_build
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
@@ -158,7 +158,7 @@ def load_library(
     check_source_size(source, name)
     if not (quick_first_builds() if quick is None else quick):
         return LoadedLibrary(optimized.library, optimized.build_and_open(source, progress))
-    first = _Entry.of(source, name, directory, QUICK_FLAGS)
+    first = _Entry.of(source, name, directory, quick_flags())
     library = first.open_valid(source, name, progress) or first.build_and_open(source, progress)
     try:
         build = start_optimized_build(optimized.library, first.source, name, optimized.is_valid)

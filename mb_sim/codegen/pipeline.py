@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mb_sim.codegen.cache import ChangedSource, atomic_write, cache_directory, read_index, safe_name
 from mb_sim.codegen.compiled import CompiledModel
+from mb_sim.codegen.compiler import TCC_FLAGS, quick_flags
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.header import ModelHeader, header_json
 from mb_sim.codegen.numeric_model import NumericModel
@@ -58,17 +59,20 @@ def load_numeric_model(robot: Robot, backend: str = "c", cache_dir: str | os.Pat
 
 
 #: Seconds a first load takes per generalized speed and per link to derive, generate and
-#: quick-compile (2 cores of this project's machines, whose speed differs 1.7x from day to day:
-#: bench/results/cold.md of 2026-12-02, on the slower, fits 0.16 s and 0.036 s: 1.4 s for chain12,
-#: 4.8 s for G1, 9.5-11.2 s for JVRC-1 and Talos full, 13.4 s for chain64, 13.9 s for iCub's 38
-#: speeds and 215 links; the faster gave 0.6 times those).
-SECONDS_PER_SPEED, SECONDS_PER_LINK = 0.12, 0.03
+#: quick-compile with tcc (2 cores of this project's machines, whose speed differs 1.7x from day to
+#: day: bench/results/cold.md of 2026-12-02, on the faster, 0.061 s and 0.008 s fit chain64's 4.4 s
+#: and iCub's 4.0 s for 38 speeds and 215 links; set here for the slower).
+SECONDS_PER_SPEED, SECONDS_PER_LINK = 0.1, 0.013
+#: How much longer the first load takes where the quick build compiles with cc -O0 (no tcc): iCub's
+#: 4.0 s with tcc, 7.1 s without.
+WITHOUT_TCC = 1.8
 
 
 def first_load_seconds(n_speeds: int, n_links: int) -> float:
     """About how long a first load of a model with `n_speeds` speeds and `n_links` links takes
     after parsing: the progress line's estimate (every stage grows about linearly with the tree)."""
-    return max(1.0, SECONDS_PER_SPEED * n_speeds + SECONDS_PER_LINK * n_links)
+    seconds = SECONDS_PER_SPEED * n_speeds + SECONDS_PER_LINK * n_links
+    return max(1.0, seconds if quick_flags() == TCC_FLAGS else WITHOUT_TCC * seconds)
 
 
 def _sha256(text: str) -> str:
