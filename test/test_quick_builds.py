@@ -183,3 +183,22 @@ def test_tcc_is_the_quick_compiler_only_where_installed_and_cc_unset(tmp_path, m
     monkeypatch.delenv("CC")
     monkeypatch.setenv("PATH", str(tmp_path))  # no tcc
     assert quick_flags() == QUICK_FLAGS
+
+
+def test_a_failing_tcc_gives_way_to_cc_O0(tmp_path, monkeypatch):
+    """A tcc that cannot build (an installation without its runtime files) costs the first load
+    one progress line, not the load."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    (directory / "tcc").write_text("#!/bin/sh\necho \"tcc: error: file 'crt1.o' not found\" >&2\nexit 1\n")
+    (directory / "tcc").chmod(0o755)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(FIRST_BUILD_VARIABLE, "quick")
+    lines: list[str] = []
+    sim = Simulator(robot_path("pendulum"), cache_dir=tmp_path / "cache", progress=lines.append)
+    said = [line for line in lines if "the quick build by tcc failed" in line]
+    assert len(said) == 1 and "crt1.o" in said[0] and "compiling with cc -O0 instead" in said[0], lines
+    assert any("quickly (unoptimized, -O0)" in line for line in lines), lines
+    sim.advance(0.1)
+    assert np.all(np.isfinite(sim.q)) and sim.model.wait_until_optimized(timeout=120)

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from mb_sim.codegen.runtime_files import runtime_digest
 from mb_sim.codegen.version import GENERATOR_VERSION
-from mb_sim.codegen.compiler import COMPILE_FLAGS, check_source_size, compile_shared_library, quick_flags
+from mb_sim.codegen.compiler import COMPILE_FLAGS, QUICK_FLAGS, check_source_size, compile_shared_library, quick_flags
 from mb_sim.codegen.tiers import OptimizedBuild, process_alive, quick_first_builds, start_optimized_build
 from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
@@ -158,8 +158,7 @@ def load_library(
     check_source_size(source, name)
     if not (quick_first_builds() if quick is None else quick):
         return LoadedLibrary(optimized.library, optimized.build_and_open(source, progress))
-    first = _Entry.of(source, name, directory, quick_flags())
-    library = first.open_valid(source, name, progress) or first.build_and_open(source, progress)
+    first, library = _quick_build(source, name, directory, progress)
     try:
         build = start_optimized_build(optimized.library, first.source, name, optimized.is_valid)
     except OSError as error:
@@ -167,6 +166,21 @@ def load_library(
         return LoadedLibrary(first.library, library, quick=True)
     report(progress, f"{name}: the optimized build runs in the background; calls switch to it when it is ready")
     return LoadedLibrary(first.library, library, build, quick=True)
+
+
+def _quick_build(source: str, name: str, directory: Path, progress: Progress) -> tuple[_Entry, ctypes.CDLL]:
+    """The quick build's entry and library: tcc's where installed, ``cc -O0``'s if tcc fails (an
+    installation without its runtime files, a construct it does not take)."""
+    first = _Entry.of(source, name, directory, quick_flags())
+    try:
+        return first, first.open_valid(source, name, progress) or first.build_and_open(source, progress)
+    except CodegenError as error:
+        if first.flags == QUICK_FLAGS:
+            raise
+        report(progress, f"the quick build by tcc failed ({str(error).splitlines()[-1].strip()}); "
+                         "compiling with cc -O0 instead")
+    first = _Entry.of(source, name, directory, QUICK_FLAGS)
+    return first, first.open_valid(source, name, progress) or first.build_and_open(source, progress)
 
 
 def cache_entry(source: str, name: str, directory: Path) -> _Entry:
