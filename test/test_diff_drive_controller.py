@@ -514,6 +514,7 @@ def test_controller_drives_the_simulated_robot_over_dds(repo, model_cache):
     t = np.array([seconds(m.header.stamp) for m in truth])
     v = np.array([m.twist.twist.linear.x for m in truth])
     w = np.array([m.twist.twist.angular.z for m in truth])
+    assert len(sent) > 20, f"this test published {len(sent)} /cmd_vel"
     gap = np.diff(sent).max()  # sim time between two commands of this test's own publisher
     assert gap < COMMAND_TIMEOUT, f"this test published no /cmd_vel for {gap:.2f} s of sim time"
     commanded = (t >= sent[0]) & (t <= sent[-1])

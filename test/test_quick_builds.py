@@ -132,11 +132,13 @@ def _flat(outputs) -> np.ndarray:
 
 
 def _tcc_path(tmp_path: Path) -> Path:
-    """A directory for the front of $PATH: `tcc` logging its calls, `cc` failing every build."""
+    """A directory for the front of $PATH: `tcc` logging its calls, `cc` failing every -O2 build
+    (and linking tcc's object file)."""
     directory = tmp_path / "bin"
     directory.mkdir()
+    hold_back = 'for a in "$@"; do [ "$a" = -O2 ] && { echo cc1: held back by the test >&2; exit 4; }; done\n'
     for name, body in (("tcc", f'echo tcc >> {directory / "log"}\nexec {shutil.which("tcc")} "$@"\n'),
-                       ("cc", "echo cc1: held back by the test >&2\nexit 4\n")):
+                       ("cc", f'{hold_back}exec {shutil.which("cc")} "$@"\n')):
         (directory / name).write_text("#!/bin/sh\n" + body)
         (directory / name).chmod(0o755)
     return directory
@@ -172,6 +174,20 @@ def test_the_tcc_quick_build_computes_what_the_optimized_build_does_bit_for_bit(
     state = [np.concatenate([sim.q, sim.u, sim.z]) for sim in (quick, reference)]
     assert np.array_equal(*state) and np.any(state[0] != np.concatenate(quick.initial_state[:3]))
     assert np.array_equal(_flat(quick.outputs()), _flat(reference.outputs()))
+    assert _stack_flags(quick.model.library_path) == "RW"  # no executable stack for the process
+
+
+def _stack_flags(library: Path) -> str:
+    """The flags of a 64-bit ELF file's GNU_STACK program header ("" without one: glibc then
+    makes the stack executable)."""
+    data = library.read_bytes()
+    offset, size, count = int.from_bytes(data[32:40], "little"), data[54], int.from_bytes(data[56:58], "little")
+    for k in range(count):
+        header = data[offset + k * size: offset + (k + 1) * size]
+        if int.from_bytes(header[:4], "little") == 0x6474E551:  # PT_GNU_STACK
+            flags = int.from_bytes(header[4:8], "little")
+            return "R" * bool(flags & 4) + "W" * bool(flags & 2) + "X" * bool(flags & 1)
+    return ""
 
 
 def test_tcc_is_the_quick_compiler_only_where_installed_and_cc_unset(tmp_path, monkeypatch):
@@ -180,6 +196,8 @@ def test_tcc_is_the_quick_compiler_only_where_installed_and_cc_unset(tmp_path, m
     assert quick_flags() == TCC_FLAGS
     monkeypatch.setenv("CC", "cc")  # a compiler the user chose is used at every level
     assert quick_flags() == QUICK_FLAGS
+    monkeypatch.setenv("CC", "  ")  # set but empty: no choice
+    assert quick_flags() == TCC_FLAGS
     monkeypatch.delenv("CC")
     monkeypatch.setenv("PATH", str(tmp_path))  # no tcc
     assert quick_flags() == QUICK_FLAGS

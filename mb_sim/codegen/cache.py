@@ -177,8 +177,9 @@ def _quick_build(source: str, name: str, directory: Path, progress: Progress) ->
     except CodegenError as error:
         if first.flags == QUICK_FLAGS:
             raise
-        report(progress, f"the quick build by tcc failed ({str(error).splitlines()[-1].strip()}); "
-                         "compiling with cc -O0 instead")
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        said = next((line for line in lines[1:] if "error" in line), lines[-1])
+        report(progress, f"the quick build by tcc failed ({said}); compiling with cc -O0 instead")
     first = _Entry.of(source, name, directory, QUICK_FLAGS)
     return first, first.open_valid(source, name, progress) or first.build_and_open(source, progress)
 

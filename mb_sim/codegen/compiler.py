@@ -17,9 +17,9 @@ from mb_sim.codegen.errors import CodegenError
 from mb_sim.codegen.progress import Progress, report
 from mb_sim.codegen.units import translation_units
 
-__all__ = ["COMPILE_FLAGS", "QUICK_FLAGS", "TCC_FLAGS", "quick_flags", "MAX_SOURCE_BYTES", "check_source_size", "compiler_command", "compile_shared_library",
-           "compile_jobs", "estimated_seconds", "host_flags", "run_compiler", "run_compilers", "COMPILE_TIMEOUT",
-           "COMPILER_NICENESS"]
+__all__ = ["COMPILE_FLAGS", "QUICK_FLAGS", "TCC_FLAGS", "quick_flags", "MAX_SOURCE_BYTES", "check_source_size",
+           "compiler_command", "compile_shared_library", "compile_jobs", "estimated_seconds", "host_flags",
+           "run_compiler", "run_compilers", "COMPILE_TIMEOUT", "COMPILER_NICENESS"]
 
 
 
@@ -48,14 +48,21 @@ COMPILE_FLAGS = ("-std=c99", "-O2", "-fno-math-errno", *host_flags(), "-shared",
 QUICK_FLAGS = tuple("-O0" if flag == "-O2" else flag for flag in COMPILE_FLAGS)
 #: How much faster a quick build compiles than an optimized one (the progress line's estimate).
 QUICK_SPEEDUP = 4.0
-#: The quick build's compiler where it is installed and ``$CC`` is not set: the Tiny C Compiler
-#: (Debian's ``tcc``) compiles the generated C in one pass, about 50x faster than gcc -O0 (iCub's
-#: 1.35 MB: 0.06 s of CPU instead of 4.0 s), into code about as fast, with the same results bit for
-#: bit (SSE2 doubles as written, nothing contracted or folded differently, glibc's libm).
+#: The quick build's compiler on x86-64 where it is installed and ``$CC`` is not set: the Tiny C
+#: Compiler (Debian's ``tcc``) compiles the generated C in one pass, at about 20 MB/s (iCub's 1.35 MB:
+#: 0.06 s of CPU instead of 4.0 s at gcc -O0), into code about as fast as -O0's, with the same
+#: results bit for bit (SSE2 doubles as written, nothing contracted, glibc's libm).  tcc folds
+#: arithmetic between two literals in long double, so ``2.0*0.1`` could differ from gcc's in the
+#: last bit: SymPy folds such terms before printing, and the generated C has none but exact ones
+#: (``1.0/2.0``).  x86-64 only: elsewhere (i386's x87, other backends) bit-identity is unchecked.
 TCC = "tcc"
-#: tcc's flags (the quick build's cache key: a library built by tcc is not one built by cc -O0).
-TCC_FLAGS = ("-std=c99", "-shared", "-fPIC")
-#: tcc's speed on generated C (the progress line's estimate) [bytes/s].
+#: tcc's flags, compiling to an object file (and the quick build's cache key): cc links it, since
+#: tcc writes no GNU_STACK header and glibc would make the process's stack executable (or, from
+#: 2.41, refuse the library).
+TCC_FLAGS = ("-std=c99", "-fPIC", "-c")
+#: The link of tcc's object file.
+TCC_LINK_FLAGS = ("-shared", "-Wl,-z,noexecstack")
+#: tcc's speed on generated C for the progress line's estimate, half the measured [bytes/s].
 TCC_BYTES_PER_SECOND = 1e7
 #: The largest generated C source mb_sim compiles [bytes].  gcc's -O2 time and memory grow
 #: superlinearly with a function's length (register allocation, PRE, dead-store elimination): whole
@@ -93,7 +100,8 @@ def estimated_seconds(units: list[str], cores: int | None = None, flags: tuple[s
 def quick_flags() -> tuple[str, ...]:
     """The quick build's flags: :data:`TCC_FLAGS` where tcc is installed and ``$CC`` unset (a
     compiler the user chose is used at every level), else :data:`QUICK_FLAGS`."""
-    return TCC_FLAGS if not os.environ.get("CC", "").strip() and shutil.which(TCC) else QUICK_FLAGS
+    x86_64 = platform.machine().lower() in ("x86_64", "amd64")
+    return TCC_FLAGS if x86_64 and not os.environ.get("CC", "").strip() and shutil.which(TCC) else QUICK_FLAGS
 
 
 def compiler_command(flags: tuple[str, ...] = COMPILE_FLAGS) -> list[str]:
@@ -134,23 +142,35 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
         The compiler is missing, cannot be run, fails or runs past `timeout` seconds; the
         message shows the start of its standard error.
     """
-    units = translation_units(source.read_text())
-    size = f"{source.stat().st_size / 1e6:.2f} MB of C" + (f" in {len(units)} units, {min(len(units), compile_jobs())} at a time"
-                                                             if len(units) > 1 else "")
+    text = source.read_text()
+    units = [text] if flags == TCC_FLAGS else translation_units(text)  # tcc: one pass, units would add processes
+    size = f"{len(text) / 1e6:.2f} MB of C" + (f" in {len(units)} units, {min(len(units), compile_jobs())} at a time"
+                                              if len(units) > 1 else "")
     compiler = compiler_command(flags)
     how = {QUICK_FLAGS: "quickly (unoptimized, -O0)", TCC_FLAGS: "quickly (tcc)"}.get(flags, f"with {compiler[0]}")
-    if flags == TCC_FLAGS:  # one pass at about 20 MB/s: units would only add processes
-        units, size = [source.read_text()], f"{source.stat().st_size / 1e6:.2f} MB of C"
     estimate = estimated_seconds(units, flags=flags)
     report(progress, f"compiling {source} ({size}) {how}, " + (f"about {estimate:.0f} s..." if estimate >= 1 else
                                                                   "under a second..."))
     start = time.perf_counter()
-    if len(units) == 1:
+    if flags == TCC_FLAGS:
+        _compile_with_tcc(source, library, timeout)
+    elif len(units) == 1:
         _compile([[*compiler, *flags, "-I", str(runtime_directory()), "-o", str(library), str(source), "-lm"]],
                  source, timeout)
     else:
         _compile_units(units, source, library, compiler, timeout, flags)
     report(progress, f"compiled {source.name} ({time.perf_counter() - start:.1f} s)")
+
+
+def _compile_with_tcc(source: Path, library: Path, timeout: float | None) -> None:
+    """`source` compiled by tcc into an object file, linked by cc into `library` with a
+    non-executable stack."""
+    obj = library.with_name(f".{library.stem}-tcc.{os.getpid()}.{secrets.token_hex(6)}.o")
+    try:
+        _compile([[TCC, *TCC_FLAGS, "-I", str(runtime_directory()), "-o", str(obj), str(source)]], source, timeout)
+        _compile([["cc", *TCC_LINK_FLAGS, "-o", str(library), str(obj), "-lm"]], source, timeout)
+    finally:
+        obj.unlink(missing_ok=True)
 
 
 def _compile_units(units: list[str], source: Path, library: Path, compiler: list[str], timeout: float | None,
