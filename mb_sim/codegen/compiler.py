@@ -89,11 +89,11 @@ RUNTIME_COMPILE_SECONDS, UNIT_COMPILE_SECONDS, COMPILE_EXPONENT = 2.5, 2.2, 1.8
 def estimated_seconds(units: list[str], cores: int | None = None, flags: tuple[str, ...] = COMPILE_FLAGS) -> float:
     """About how long the compiler takes on `units` (the first holds the runtime), run at once on
     `cores` (the machine's) with `flags`: the progress line's estimate, from the units' sizes."""
+    if flags == TCC_FLAGS:
+        return sum(map(len, units)) / TCC_BYTES_PER_SECOND
     times = [UNIT_COMPILE_SECONDS * (len(unit) / 1e5) ** COMPILE_EXPONENT for unit in units]
     times[0] += RUNTIME_COMPILE_SECONDS
     seconds = max(max(times), sum(times) / max(1, min(len(units), cores or compile_jobs())))
-    if flags == TCC_FLAGS:
-        return sum(map(len, units)) / TCC_BYTES_PER_SECOND
     return seconds / QUICK_SPEEDUP if flags == QUICK_FLAGS else seconds
 
 
@@ -163,12 +163,12 @@ def compile_shared_library(source: Path, library: Path, progress: Progress = Non
 
 
 def _compile_with_tcc(source: Path, library: Path, timeout: float | None) -> None:
-    """`source` compiled by tcc into an object file, linked by cc into `library` with a
-    non-executable stack."""
+    """`source` compiled by tcc into an object file, linked by the C compiler (cc: tcc is used
+    only where ``$CC`` is unset) into `library` with a non-executable stack."""
     obj = library.with_name(f".{library.stem}-tcc.{os.getpid()}.{secrets.token_hex(6)}.o")
     try:
         _compile([[TCC, *TCC_FLAGS, "-I", str(runtime_directory()), "-o", str(obj), str(source)]], source, timeout)
-        _compile([["cc", *TCC_LINK_FLAGS, "-o", str(library), str(obj), "-lm"]], source, timeout)
+        _compile([[*compiler_command(), *TCC_LINK_FLAGS, "-o", str(library), str(obj), "-lm"]], source, timeout)
     finally:
         obj.unlink(missing_ok=True)
 
